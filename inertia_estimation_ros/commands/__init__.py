@@ -1,0 +1,1 @@
+"""Subcommands of the ``inertia_estimation`` tool; each module has ``add_parser(subparsers)``."""

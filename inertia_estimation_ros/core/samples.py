@@ -1,0 +1,81 @@
+"""Containers for one robot's grasp-frame data: the core-side twin of ``msg/GraspState``.
+
+All vectors follow ``core.spatial``: twists (omega, v), wrenches (m, f), both in the
+grasp frame {i}. ``F_i`` is the wrench robot i applies **on the payload**. Time is in
+seconds on the robot's own clock. Covariances are 6x6 in the same angular-first
+order, or None when unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class GraspSample:
+    """One robot's synchronized sample (paper 000's data point D_iq)."""
+
+    robot_id: str
+    stamp: float
+    T_i0_i: np.ndarray  # 4x4 pose of the grasp frame {i} in the robot's home frame {i0}
+    V_i: np.ndarray  # body twist (omega, v) in {i}
+    dV_i: np.ndarray  # its time derivative in {i}
+    F_i: np.ndarray  # wrench (m, f) applied on the payload, about {i}'s origin, in {i}
+    g_i: np.ndarray | None = None  # gravity acceleration in {i} [m/s^2], if known
+    has_force: bool = True
+    has_torque: bool = True
+    V_cov: np.ndarray | None = None
+    dV_cov: np.ndarray | None = None
+    F_cov: np.ndarray | None = None
+
+
+@dataclass
+class GraspSeries:
+    """A time series of one robot's samples, stacked (Q samples): the batch form of D_i*."""
+
+    robot_id: str
+    t: np.ndarray  # (Q,) [s]
+    T_i0_i: np.ndarray  # (Q, 4, 4)
+    V_i: np.ndarray  # (Q, 6)
+    dV_i: np.ndarray  # (Q, 6)
+    F_i: np.ndarray  # (Q, 6)
+    g_i: np.ndarray | None = None  # (Q, 3)
+    has_force: bool = True
+    has_torque: bool = True
+    meta: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def sample(self, k: int) -> GraspSample:
+        """The k-th sample as a GraspSample."""
+        return GraspSample(
+            robot_id=self.robot_id,
+            stamp=float(self.t[k]),
+            T_i0_i=self.T_i0_i[k],
+            V_i=self.V_i[k],
+            dV_i=self.dV_i[k],
+            F_i=self.F_i[k],
+            g_i=None if self.g_i is None else self.g_i[k],
+            has_force=self.has_force,
+            has_torque=self.has_torque,
+        )
+
+    @classmethod
+    def from_samples(cls, samples: list[GraspSample]) -> GraspSeries:
+        """Stack samples of one robot (in the given order)."""
+        first = samples[0]
+        has_g = all(s.g_i is not None for s in samples)
+        return cls(
+            robot_id=first.robot_id,
+            t=np.array([s.stamp for s in samples]),
+            T_i0_i=np.stack([s.T_i0_i for s in samples]),
+            V_i=np.stack([s.V_i for s in samples]),
+            dV_i=np.stack([s.dV_i for s in samples]),
+            F_i=np.stack([s.F_i for s in samples]),
+            g_i=np.stack([s.g_i for s in samples]) if has_g else None,
+            has_force=first.has_force,
+            has_torque=first.has_torque,
+        )

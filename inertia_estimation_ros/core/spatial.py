@@ -1,0 +1,137 @@
+"""Spatial algebra on SE(3): the one convention used everywhere in the core.
+
+Convention (Modern Robotics, Lynch & Park 2017; paper 000's notation):
+
+* ``T_a_b`` (4x4) is the pose of frame {b} in frame {a}; ``R_a_b`` its rotation
+  and ``p_a_b`` the origin of {b} in {a}. ``T_a_c = T_a_b @ T_b_c``.
+* Twists are **angular first**: ``V = (omega, v)``. A body twist of {b} is
+  ``[V_b] = T_a_b^-1 dT_a_b/dt``: omega is the angular velocity of {b} and v the
+  velocity of its origin, both expressed in {b}.
+* Wrenches are **moment first**: ``F = (m, f)``, the moment about the frame's
+  origin and the force, both expressed in that frame.
+* Twists change frame with the adjoint, ``V_a = Ad(T_a_b) V_b``; wrenches with
+  its transpose, ``F_b = Ad(T_a_b)^T F_a``, so that the power ``F.V`` is
+  frame-independent.
+
+geometry_msgs order their fields linear first. That conversion happens only at
+the message boundary (``inertia_estimation_ros.ros.conversions``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+ArrayLike = np.ndarray
+
+
+def skew(x: ArrayLike) -> np.ndarray:
+    """[x]: the 3x3 skew matrix with [x] y = x cross y (Modern Robotics Eq. 3.30).
+
+    Accepts a single 3-vector or a stack of shape (..., 3).
+    """
+    x = np.asarray(x, dtype=float)
+    out = np.zeros(x.shape[:-1] + (3, 3))
+    out[..., 0, 1], out[..., 0, 2] = -x[..., 2], x[..., 1]
+    out[..., 1, 0], out[..., 1, 2] = x[..., 2], -x[..., 0]
+    out[..., 2, 0], out[..., 2, 1] = -x[..., 1], x[..., 0]
+    return out
+
+
+def unskew(S: ArrayLike) -> np.ndarray:
+    """The vector x of a (possibly noisy) skew matrix, from its skew-symmetric part."""
+    S = np.asarray(S, dtype=float)
+    return 0.5 * np.stack(
+        [S[..., 2, 1] - S[..., 1, 2], S[..., 0, 2] - S[..., 2, 0], S[..., 1, 0] - S[..., 0, 1]],
+        axis=-1,
+    )
+
+
+def transform(R_a_b: ArrayLike, p_a_b: ArrayLike) -> np.ndarray:
+    """T_a_b from its rotation and translation."""
+    T = np.eye(4)
+    T[:3, :3] = R_a_b
+    T[:3, 3] = p_a_b
+    return T
+
+
+def inverse(T_a_b: ArrayLike) -> np.ndarray:
+    """T_b_a = T_a_b^-1, using R^T (Modern Robotics Prop. 3.15)."""
+    R, p = T_a_b[:3, :3], T_a_b[:3, 3]
+    return transform(R.T, -R.T @ p)
+
+
+def adjoint(T_a_b: ArrayLike) -> np.ndarray:
+    """[Ad_T_a_b] (6x6), mapping twists in {b} to twists in {a} (Modern Robotics Def. 3.20)."""
+    R, p = T_a_b[:3, :3], T_a_b[:3, 3]
+    Ad = np.zeros((6, 6))
+    Ad[:3, :3] = R
+    Ad[3:, :3] = skew(p) @ R
+    Ad[3:, 3:] = R
+    return Ad
+
+
+def ad(V: ArrayLike) -> np.ndarray:
+    """[ad_V] (6x6), the Lie bracket of twists: [ad_V1] V2 = [V1, V2] (Modern Robotics Eq. 8.38)."""
+    V = np.asarray(V, dtype=float)
+    out = np.zeros((6, 6))
+    out[:3, :3] = skew(V[:3])
+    out[3:, :3] = skew(V[3:])
+    out[3:, 3:] = skew(V[:3])
+    return out
+
+
+def wrench_to(T_b_a: ArrayLike, F_b: ArrayLike) -> np.ndarray:
+    """F_a = Ad(T_b_a)^T F_b: the wrench F_b (about the origin of {b}, in {b}) seen in {a}."""
+    return adjoint(T_b_a).T @ np.asarray(F_b, dtype=float)
+
+
+def twist_to(T_a_b: ArrayLike, V_b: ArrayLike) -> np.ndarray:
+    """V_a = Ad(T_a_b) V_b: the twist of a rigid body seen from {b} re-expressed in {a}."""
+    return adjoint(T_a_b) @ np.asarray(V_b, dtype=float)
+
+
+def hat(V: ArrayLike) -> np.ndarray:
+    """[V] in se(3) (4x4) for a twist V = (omega, v) (Modern Robotics Eq. 3.70)."""
+    V = np.asarray(V, dtype=float)
+    out = np.zeros((4, 4))
+    out[:3, :3] = skew(V[:3])
+    out[:3, 3] = V[3:]
+    return out
+
+
+def vee(M: ArrayLike) -> np.ndarray:
+    """The twist (omega, v) of a 4x4 matrix, projecting its rotation block onto so(3)."""
+    M = np.asarray(M, dtype=float)
+    return np.concatenate([unskew(M[:3, :3]), M[:3, 3]])
+
+
+def _left_jacobian_so3(phi: np.ndarray) -> np.ndarray:
+    """G(theta) of Modern Robotics Eq. 3.86 in rotation-vector form (the SO(3) left Jacobian)."""
+    angle = np.linalg.norm(phi)
+    K = skew(phi)
+    if angle < 1e-6:
+        return np.eye(3) + 0.5 * K + K @ K / 6.0
+    return (
+        np.eye(3)
+        + (1.0 - np.cos(angle)) / angle**2 * K
+        + (angle - np.sin(angle)) / angle**3 * K @ K
+    )
+
+
+def exp6(V: ArrayLike) -> np.ndarray:
+    """exp([V]) in SE(3) for an exponential-coordinate 6-vector (omega*theta, v*theta)."""
+    V = np.asarray(V, dtype=float)
+    R = Rotation.from_rotvec(V[:3]).as_matrix()
+    return transform(R, _left_jacobian_so3(V[:3]) @ V[3:])
+
+
+def log6(T: ArrayLike) -> np.ndarray:
+    """The exponential coordinates (omega*theta, v*theta) of T, the inverse of exp6."""
+    phi = Rotation.from_matrix(T[:3, :3]).as_rotvec()
+    return np.concatenate([phi, np.linalg.solve(_left_jacobian_so3(phi), T[:3, 3])])
+
+
+def rotation_angle(R: ArrayLike) -> float:
+    """The angle [rad] of a rotation matrix, in [0, pi]."""
+    return float(np.linalg.norm(Rotation.from_matrix(R).as_rotvec()))

@@ -1,0 +1,197 @@
+"""geometry_msgs <-> core arrays: the only place where ROS's linear-first order meets the core.
+
+ROS messages list linear parts first (Twist.linear, Wrench.force, covariance rows
+x, y, z, rx, ry, rz); the core (``core.spatial``) is angular first. Every message
+field crosses that boundary through a function here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import (
+    Accel,
+    Inertia,
+    Point,
+    Pose,
+    Quaternion,
+    Transform,
+    Twist,
+    Vector3,
+    Wrench,
+)
+from scipy.spatial.transform import Rotation
+
+from ..core.inertial import InertialParameters
+from ..core.samples import GraspSample
+from ..core.spatial import transform
+from ..msg import GraspState
+
+# Permutation between linear-first (ROS) and angular-first (core) 6-vectors; its own inverse.
+_SWAP = np.array([3, 4, 5, 0, 1, 2])
+
+
+def vector3(v: Vector3 | Point) -> np.ndarray:
+    return np.array([v.x, v.y, v.z])
+
+
+def to_vector3(x: np.ndarray) -> Vector3:
+    return Vector3(x=float(x[0]), y=float(x[1]), z=float(x[2]))
+
+
+def rotation(q: Quaternion) -> np.ndarray:
+    """R from a geometry_msgs quaternion (x, y, z, w); normalizes it."""
+    return Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix()
+
+
+def to_quaternion(R: np.ndarray) -> Quaternion:
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    return Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))
+
+
+def pose_matrix(pose: Pose) -> np.ndarray:
+    """T (4x4) of a geometry_msgs/Pose."""
+    return transform(rotation(pose.orientation), vector3(pose.position))
+
+
+def to_pose(T: np.ndarray) -> Pose:
+    p = T[:3, 3]
+    return Pose(
+        position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
+        orientation=to_quaternion(T[:3, :3]),
+    )
+
+
+def transform_matrix(tf: Transform) -> np.ndarray:
+    """T (4x4) of a geometry_msgs/Transform."""
+    return transform(rotation(tf.rotation), vector3(tf.translation))
+
+
+def to_transform(T: np.ndarray) -> Transform:
+    return Transform(translation=to_vector3(T[:3, 3]), rotation=to_quaternion(T[:3, :3]))
+
+
+def twist_vector(twist: Twist | Accel) -> np.ndarray:
+    """Core twist (omega, v) of a Twist, or (alpha, a) of an Accel."""
+    return np.concatenate([vector3(twist.angular), vector3(twist.linear)])
+
+
+def to_twist(V: np.ndarray) -> Twist:
+    return Twist(linear=to_vector3(V[3:]), angular=to_vector3(V[:3]))
+
+
+def to_accel(dV: np.ndarray) -> Accel:
+    return Accel(linear=to_vector3(dV[3:]), angular=to_vector3(dV[:3]))
+
+
+def wrench_vector(wrench: Wrench) -> np.ndarray:
+    """Core wrench (m, f) of a geometry_msgs/Wrench."""
+    return np.concatenate([vector3(wrench.torque), vector3(wrench.force)])
+
+
+def to_wrench(F: np.ndarray) -> Wrench:
+    return Wrench(force=to_vector3(F[3:]), torque=to_vector3(F[:3]))
+
+
+def covariance_matrix(flat: np.ndarray) -> np.ndarray | None:
+    """Core (angular-first) 6x6 covariance of a ROS float64[36]; None if all zeros (unknown)."""
+    C = np.asarray(flat, dtype=float).reshape(6, 6)
+    if not C.any():
+        return None
+    return C[np.ix_(_SWAP, _SWAP)]
+
+
+def to_covariance(C: np.ndarray | None) -> np.ndarray:
+    """ROS float64[36] (linear first) of a core 6x6 covariance; zeros for None."""
+    if C is None:
+        return np.zeros(36)
+    return np.asarray(C, dtype=float)[np.ix_(_SWAP, _SWAP)].reshape(36)
+
+
+def seconds(stamp: Time) -> float:
+    return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def to_time(t: float) -> Time:
+    """builtin_interfaces/Time of t seconds (t >= 0), rounded to the nanosecond."""
+    ns = int(round(t * 1e9))
+    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+
+
+def inertial_parameters(msg: Inertia) -> InertialParameters:
+    """geometry_msgs/Inertia (m, com, inertia about the CoM) as the project's parameters."""
+    I_c = np.array(
+        [[msg.ixx, msg.ixy, msg.ixz], [msg.ixy, msg.iyy, msg.iyz], [msg.ixz, msg.iyz, msg.izz]]
+    )
+    return InertialParameters.from_mass_com_inertia(msg.m, vector3(msg.com), I_c)
+
+
+def to_inertia(params: InertialParameters) -> Inertia:
+    """geometry_msgs/Inertia: mass, CoM, and the inertia about the CoM (same axes)."""
+    I_c = params.inertia_about_com
+    c = params.com
+    return Inertia(
+        m=params.mass,
+        com=Vector3(x=float(c[0]), y=float(c[1]), z=float(c[2])),
+        ixx=float(I_c[0, 0]),
+        ixy=float(I_c[0, 1]),
+        ixz=float(I_c[0, 2]),
+        iyy=float(I_c[1, 1]),
+        iyz=float(I_c[1, 2]),
+        izz=float(I_c[2, 2]),
+    )
+
+
+def grasp_sample(msg: GraspState) -> GraspSample:
+    """GraspState -> GraspSample. Fields flagged invalid become NaN (or None for gravity)."""
+    nan6 = np.full(6, np.nan)
+    F = wrench_vector(msg.wrench)
+    if not msg.has_torque:
+        F[:3] = np.nan
+    if not msg.has_force:
+        F[3:] = np.nan
+    return GraspSample(
+        robot_id=msg.robot_id,
+        stamp=seconds(msg.header.stamp),
+        T_i0_i=pose_matrix(msg.pose) if msg.has_pose else np.full((4, 4), np.nan),
+        V_i=twist_vector(msg.twist) if msg.has_twist else nan6,
+        dV_i=twist_vector(msg.twist_derivative) if msg.has_twist_derivative else nan6,
+        F_i=F,
+        g_i=vector3(msg.gravity) if msg.has_gravity else None,
+        has_force=msg.has_force,
+        has_torque=msg.has_torque,
+        V_cov=covariance_matrix(msg.twist_covariance),
+        dV_cov=covariance_matrix(msg.twist_derivative_covariance),
+        F_cov=covariance_matrix(msg.wrench_covariance),
+    )
+
+
+def to_grasp_state(sample: GraspSample, frame_id: str, home_frame_id: str) -> GraspState:
+    """GraspSample -> GraspState; non-finite fields are sent with their has_* flag false."""
+
+    def finite(x: np.ndarray | None) -> bool:
+        return x is not None and bool(np.all(np.isfinite(x)))
+
+    msg = GraspState(robot_id=sample.robot_id, home_frame_id=home_frame_id)
+    msg.header.frame_id = frame_id
+    msg.header.stamp = to_time(sample.stamp)
+    msg.has_pose = finite(sample.T_i0_i)
+    if msg.has_pose:
+        msg.pose = to_pose(sample.T_i0_i)
+    msg.has_twist = finite(sample.V_i)
+    if msg.has_twist:
+        msg.twist = to_twist(sample.V_i)
+    msg.has_twist_derivative = finite(sample.dV_i)
+    if msg.has_twist_derivative:
+        msg.twist_derivative = to_accel(sample.dV_i)
+    msg.has_force = sample.has_force and finite(sample.F_i[3:])
+    msg.has_torque = sample.has_torque and finite(sample.F_i[:3])
+    F = np.where(np.isfinite(sample.F_i), sample.F_i, 0.0)
+    msg.wrench = to_wrench(F)
+    msg.has_gravity = finite(sample.g_i)
+    if msg.has_gravity:
+        msg.gravity = to_vector3(sample.g_i)
+    msg.twist_covariance = to_covariance(sample.V_cov)
+    msg.twist_derivative_covariance = to_covariance(sample.dV_cov)
+    msg.wrench_covariance = to_covariance(sample.F_cov)
+    return msg

@@ -1,0 +1,47 @@
+"""Test-session set-up shared by every test module.
+
+ROS isolation: before anything imports rclpy, this session claims a ROS domain id
+that no other test run on this machine holds (an exclusive lock file per id) and
+restricts discovery to localhost, so parallel runs never cross-talk.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+
+def _claim_domain_id() -> tuple[int, object]:
+    lock_dir = Path(tempfile.gettempdir()) / "inertia_estimation_ros_test_domains"
+    lock_dir.mkdir(exist_ok=True)
+    start = os.getpid() % 100
+    for offset in range(101):
+        domain = 1 + (start + offset) % 101
+        handle = open(lock_dir / f"{domain}.lock", "w")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        return domain, handle
+    raise RuntimeError("all ROS domain ids 1..101 are held by other test runs")
+
+
+ROS_DOMAIN_ID, _DOMAIN_LOCK = _claim_domain_id()
+os.environ["ROS_DOMAIN_ID"] = str(ROS_DOMAIN_ID)
+os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+
+
+@pytest.fixture
+def ros_context():
+    """A fresh, initialized rclpy context, shut down after the test."""
+    import rclpy
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    yield context
+    rclpy.shutdown(context=context)

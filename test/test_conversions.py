@@ -1,0 +1,107 @@
+"""Message-boundary conversions: ROS linear-first fields <-> core angular-first arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+from geometry_msgs.msg import Accel, Pose, Twist, Wrench
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from inertia_estimation_ros.core import spatial
+from inertia_estimation_ros.core.inertial import InertialParameters
+from inertia_estimation_ros.core.samples import GraspSample
+from inertia_estimation_ros.ros import conversions as cv
+
+finite = st.floats(-1e3, 1e3, allow_nan=False)
+vec6 = arrays(float, 6, elements=finite)
+
+
+def test_twist_puts_angular_first():
+    msg = Twist()
+    msg.linear.x, msg.angular.z = 1.0, 2.0
+    assert np.array_equal(cv.twist_vector(msg), [0, 0, 2.0, 1.0, 0, 0])
+
+
+def test_accel_puts_angular_first():
+    msg = Accel()
+    msg.linear.y, msg.angular.x = 3.0, -4.0
+    assert np.array_equal(cv.twist_vector(msg), [-4.0, 0, 0, 0, 3.0, 0])
+
+
+def test_wrench_puts_moment_first():
+    msg = Wrench()
+    msg.force.z, msg.torque.y = 9.81, 0.5
+    assert np.array_equal(cv.wrench_vector(msg), [0, 0.5, 0, 0, 0, 9.81])
+
+
+@given(vec6)
+def test_twist_accel_wrench_round_trip(x):
+    assert np.array_equal(cv.twist_vector(cv.to_twist(x)), x)
+    assert np.array_equal(cv.twist_vector(cv.to_accel(x)), x)
+    assert np.array_equal(cv.wrench_vector(cv.to_wrench(x)), x)
+
+
+@given(vec6)
+def test_pose_and_transform_round_trip(xi):
+    T = spatial.exp6(xi / 300.0)
+    assert np.allclose(cv.pose_matrix(cv.to_pose(T)), T, atol=1e-12)
+    assert np.allclose(cv.transform_matrix(cv.to_transform(T)), T, atol=1e-12)
+
+
+def test_pose_quaternion_is_xyzw():
+    msg = Pose()
+    msg.orientation.z, msg.orientation.w = np.sin(np.pi / 4), np.cos(np.pi / 4)
+    R = cv.pose_matrix(msg)[:3, :3]
+    assert np.allclose(R @ [1, 0, 0], [0, 1, 0])
+
+
+def test_covariance_blocks_swap():
+    C = np.zeros((6, 6))
+    C[:3, :3] = 1.0  # angular block in the core
+    C[3:, 3:] = 2.0  # linear block in the core
+    C[0, 3] = C[3, 0] = 0.5  # angular x / linear x
+    flat = cv.to_covariance(C).reshape(6, 6)
+    assert np.all(flat[:3, :3] == 2.0) and np.all(flat[3:, 3:] == 1.0)
+    assert flat[3, 0] == flat[0, 3] == 0.5
+    assert np.array_equal(cv.covariance_matrix(flat.reshape(36)), C)
+    assert cv.covariance_matrix(np.zeros(36)) is None
+
+
+@given(st.floats(0.0, 2e9, allow_nan=False))
+def test_time_round_trip_to_the_nanosecond(t):
+    assert abs(cv.seconds(cv.to_time(t)) - t) <= 1e-9 * max(1.0, t) + 5e-10
+
+
+def test_inertia_message_is_about_the_com():
+    body = InertialParameters.from_mass_com_inertia(
+        2.0, [0.1, -0.2, 0.3], np.diag([0.01, 0.02, 0.025])
+    )
+    msg = cv.to_inertia(body)
+    assert msg.m == 2.0 and np.allclose(cv.vector3(msg.com), [0.1, -0.2, 0.3])
+    assert np.isclose(msg.ixx, 0.01) and np.isclose(msg.izz, 0.025) and msg.ixy == 0.0
+    assert np.allclose(cv.inertial_parameters(msg).vec, body.vec)
+
+
+def test_grasp_state_round_trip_and_invalid_fields():
+    sample = GraspSample(
+        robot_id="robot_2",
+        stamp=3.25,
+        T_i0_i=spatial.exp6([0.1, -0.2, 0.3, 0.4, 0.5, -0.6]),
+        V_i=np.arange(6.0),
+        dV_i=-np.arange(6.0),
+        F_i=np.array([np.nan, np.nan, np.nan, 1.0, 2.0, 3.0]),
+        g_i=np.array([0.0, 0.0, -9.81]),
+        has_torque=False,
+        F_cov=np.diag(np.arange(1.0, 7.0)),
+    )
+    msg = cv.to_grasp_state(sample, "robot_2/grasp", "robot_2/home")
+    assert msg.has_force and not msg.has_torque and msg.has_gravity
+    assert msg.header.frame_id == "robot_2/grasp" and msg.home_frame_id == "robot_2/home"
+    assert msg.wrench.force.z == 3.0 and msg.wrench.torque.x == 0.0
+    back = cv.grasp_sample(msg)
+    assert back.robot_id == "robot_2" and back.stamp == 3.25
+    assert np.allclose(back.T_i0_i, sample.T_i0_i, atol=1e-12)
+    assert np.array_equal(back.V_i, sample.V_i) and np.array_equal(back.dV_i, sample.dV_i)
+    assert np.all(np.isnan(back.F_i[:3])) and np.array_equal(back.F_i[3:], [1.0, 2.0, 3.0])
+    assert np.array_equal(back.F_cov, sample.F_cov) and back.V_cov is None

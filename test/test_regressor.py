@@ -1,0 +1,45 @@
+"""core.regressor against pin.bodyRegressor and against Newton-Euler with the spatial inertia."""
+
+from __future__ import annotations
+
+import numpy as np
+import pinocchio as pin
+
+from inertia_estimation_ros.core import spatial as sp
+from inertia_estimation_ros.core.inertial import InertialParameters
+from inertia_estimation_ros.core.regressor import body_regressor, gravity_regressor
+
+
+def test_matches_pinocchio_body_regressor():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        I = pin.Inertia.Random()
+        body = InertialParameters.from_pinocchio(I.toDynamicParameters())
+        V, dV, g = rng.normal(size=(3, 6))
+        g = g[:3]
+        Y_pin = pin.bodyRegressor(pin.Motion(V[3:], V[:3]), pin.Motion(dV[3:] - g, dV[:3]))
+        F_pin = Y_pin @ I.toDynamicParameters()
+        assert np.allclose(body_regressor(V, dV, g) @ body.vec, np.r_[F_pin[3:], F_pin[:3]])
+
+
+def test_matches_newton_euler_and_stacks():
+    rng = np.random.default_rng(1)
+    body = InertialParameters.from_mass_com_inertia(
+        2.0, [0.1, 0.2, -0.1], np.diag([0.1, 0.2, 0.25])
+    )
+    G = body.spatial_inertia
+    V, dV = rng.normal(size=(2, 7, 6))
+    g = np.array([0.0, 0.0, -9.81])
+    Y = body_regressor(V, dV, g)
+    assert Y.shape == (7, 6, 10)
+    for k in range(7):
+        F = G @ (dV[k] - np.r_[0, 0, 0, g]) - sp.ad(V[k]).T @ G @ V[k]
+        assert np.allclose(Y[k] @ body.vec, F)
+
+
+def test_gravity_regressor_is_the_static_limit():
+    g = np.array([0.5, -1.0, -9.7])
+    body = InertialParameters.from_mass_com_inertia(1.5, [0.3, 0.0, 0.1], np.eye(3) * 0.01)
+    static = body_regressor(np.zeros(6), np.zeros(6), g) @ body.vec
+    assert np.allclose(gravity_regressor(g) @ body.vec[:4], static)
+    assert np.allclose(static[3:], -body.mass * g)

@@ -5,6 +5,7 @@ come from package.xml; CONSOLE_SCRIPTS must equal EXECUTABLES in CMakeLists.txt
 (test/test_package_metadata.py checks both).
 """
 
+import os
 import xml.etree.ElementTree as ET
 from glob import glob
 
@@ -12,6 +13,18 @@ from setuptools import find_packages, setup
 
 PACKAGE = ET.parse("package.xml").getroot()
 NAME = PACKAGE.findtext("name")
+
+
+def share_files(*folders: str) -> list[tuple[str, list[str]]]:
+    """(share/<package>/<dir>, [files]) for every file below the folders, as CMake installs them."""
+    by_dir: dict[str, list[str]] = {}
+    for folder in folders:
+        for path in sorted(glob(f"{folder}/**/*", recursive=True)):
+            if os.path.isfile(path) and not os.path.basename(path).startswith("."):
+                by_dir.setdefault(f"share/{NAME}/{os.path.dirname(path)}", []).append(path)
+    return sorted(by_dir.items())
+
+
 CONSOLE_SCRIPTS = [
     "inertia_estimation=inertia_estimation_ros.cli:main",
 ]
@@ -52,11 +65,6 @@ setup(
             "ros-rosgraph-msgs",
         ]
     },
-    data_files=[
-        (f"share/{NAME}", ["package.xml"]),
-        (f"share/{NAME}/launch", glob("launch/*.py")),
-        (f"share/{NAME}/config", glob("config/*.yaml")),
-        (f"share/{NAME}/rviz", glob("rviz/*.rviz")),
-    ],
+    data_files=[(f"share/{NAME}", ["package.xml"])] + share_files("launch", "config", "rviz"),
     entry_points={"console_scripts": CONSOLE_SCRIPTS},
 )

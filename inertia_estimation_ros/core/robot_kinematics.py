@@ -1,0 +1,96 @@
+"""One robot's grasp-frame signals from its joint states, with Pinocchio.
+
+Given the robot's URDF (the chain from its home frame {i0}, the URDF root, to the
+grasp frame {i}), joint positions q, velocities dq, accelerations ddq and,
+optionally, joint efforts tau, this computes what ``GraspSample`` holds:
+
+* ``T_i0_i``: forward kinematics of the grasp frame;
+* ``V_i = J_b(q) dq``: the body twist, J_b the body Jacobian of {i} (Modern
+  Robotics Eq. 5.18), angular first as everywhere in the core;
+* ``dV_i = J_b ddq + dJ_b dq``: the time derivative of the body twist (Pinocchio's
+  LOCAL frame acceleration, not the classical acceleration);
+* ``F_i``: the wrench the robot applies on the payload at {i}. Joint efforts
+  balance the robot's own dynamics and the payload: tau = M ddq + h(q, dq) + J_b^T F_i
+  (Modern Robotics Eq. 8.1 with an end-effector wrench), so
+  F_i = (J_b^T)^+ (tau - M ddq - h), with the robot's own dynamics from its URDF
+  inertias (RNEA) when ``compensate_robot_dynamics`` is set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+# Pinocchio's spatial vectors are linear first; the core's are angular first.
+_ANGULAR_FIRST = np.array([3, 4, 5, 0, 1, 2])
+
+
+class RobotModelError(ValueError):
+    """The URDF or the joint names do not describe the chain this robot needs."""
+
+
+@dataclass(frozen=True)
+class GraspKinematics:
+    """Grasp-frame pose, body twist and its derivative (and, if efforts were given, the wrench)."""
+
+    T_i0_i: np.ndarray
+    V_i: np.ndarray
+    dV_i: np.ndarray
+    F_i: np.ndarray | None
+
+
+class RobotKinematics:
+    """Pinocchio model of one robot, from a URDF string, evaluated at its grasp frame."""
+
+    def __init__(self, urdf: str, grasp_frame: str, compensate_robot_dynamics: bool = True):
+        try:
+            self.model = pin.buildModelFromXML(urdf)
+        except (RuntimeError, ValueError) as error:
+            raise RobotModelError(f"cannot parse the URDF: {error}") from None
+        if not self.model.existFrame(grasp_frame):
+            names = ", ".join(f.name for f in self.model.frames)
+            raise RobotModelError(f"grasp frame {grasp_frame!r} is not in the URDF; it has {names}")
+        if self.model.nq != self.model.nv:
+            raise RobotModelError("only revolute and prismatic joints are supported (nq == nv)")
+        self.data = self.model.createData()
+        self.frame_id = self.model.getFrameId(grasp_frame)
+        self.compensate = compensate_robot_dynamics
+        self.joint_names = [self.model.names[j] for j in range(1, self.model.njoints)]
+
+    def joint_order(self, names: list[str]) -> np.ndarray:
+        """Index of each model joint in a JointState's name list; raises if one is missing."""
+        index = {name: k for k, name in enumerate(names)}
+        missing = [name for name in self.joint_names if name not in index]
+        if missing:
+            raise RobotModelError(
+                f"joint state lacks joints {missing}; the URDF has {self.joint_names}"
+            )
+        return np.array([index[name] for name in self.joint_names])
+
+    def evaluate(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau: np.ndarray | None = None
+    ) -> GraspKinematics:
+        """Grasp-frame signals at (q, dq, ddq), and the applied wrench if tau is given."""
+        model, data = self.model, self.data
+        pin.forwardKinematics(model, data, q, dq, ddq)
+        pin.updateFramePlacements(model, data)
+        placement = data.oMf[self.frame_id]
+        T_i0_i = placement.homogeneous.copy()
+        V_i = pin.getFrameVelocity(model, data, self.frame_id, pin.LOCAL).vector[_ANGULAR_FIRST]
+        dV_i = pin.getFrameAcceleration(model, data, self.frame_id, pin.LOCAL).vector[
+            _ANGULAR_FIRST
+        ]
+        F_i = None if tau is None else self.applied_wrench(q, dq, ddq, tau)
+        return GraspKinematics(T_i0_i, V_i, dV_i, F_i)
+
+    def applied_wrench(
+        self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau: np.ndarray
+    ) -> np.ndarray:
+        """F_i = (J_b^T)^+ (tau - tau_robot): the wrench on the payload at {i}, in {i}."""
+        model, data = self.model, self.data
+        J_b = pin.computeFrameJacobian(model, data, q, self.frame_id, pin.LOCAL)[_ANGULAR_FIRST]
+        tau_robot = pin.rnea(model, data, q, dq, ddq) if self.compensate else 0.0
+        F, *_ = np.linalg.lstsq(J_b.T, np.asarray(tau, dtype=float) - tau_robot, rcond=None)
+        return F

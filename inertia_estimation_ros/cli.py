@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .commands import demo
+from .commands import demo, simulate
 
-COMMANDS = [demo]
+COMMANDS = [demo, simulate]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,175 @@
+"""rosbag2 files with the ``rosbags`` library: write and read any topics of known types.
+
+The type store is ROS 2 Kilted's standard messages plus this package's ``msg/*.msg``,
+read from the files themselves, so every connection of a written bag embeds its
+message definition and type hash (``ros2 bag play`` needs no installed package to
+decode, and replays on a ROS 2 machine). Storage: ``mcap`` (default) or ``sqlite3``.
+
+Messages to write may be rosbags objects (built from ``typestore().types``), rclpy
+messages, or already-serialized CDR bytes. Reading yields ``BagMessage`` in time
+order, deserialized as rosbags objects, rclpy objects, or left raw.
+"""
+
+from __future__ import annotations
+
+import heapq
+import importlib
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+from rosbags.typesys.store import Typestore
+
+PACKAGE = "inertia_estimation_ros"
+STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
+BAG_VERSION = 9  # rosbag2 metadata version of Jazzy and Kilted
+DESERIALIZE_AS = ("rosbags", "rclpy", "raw")
+
+
+class BagError(ValueError):
+    """A bag cannot be written or read as asked; the message says why and what to do."""
+
+
+def message_directory() -> Path:
+    """This package's ``msg/`` folder: the source tree's, else the installed share/ copy."""
+    for candidate in (
+        Path(__file__).resolve().parents[1] / "msg",
+        Path(sys.prefix) / "share" / PACKAGE / "msg",
+    ):
+        if any(candidate.glob("*.msg")):
+            return candidate
+    raise BagError(f"cannot find {PACKAGE}'s msg/*.msg files: run `make setup`")
+
+
+@cache
+def typestore() -> Typestore:
+    """ROS 2 Kilted's message types plus this package's, from their .msg definitions."""
+    store = get_typestore(Stores.ROS2_KILTED)
+    types = {}
+    for path in sorted(message_directory().glob("*.msg")):
+        types.update(get_types_from_msg(path.read_text(), f"{PACKAGE}/msg/{path.stem}"))
+    store.register(types)
+    return store
+
+
+def rclpy_class(msgtype: str) -> type:
+    """The rclpy message class of ``pkg/msg/Type``."""
+    package, _, name = msgtype.split("/")
+    try:
+        return getattr(importlib.import_module(f"{package}.msg"), name)
+    except (ImportError, AttributeError):
+        raise BagError(f"no Python message class for {msgtype}: is its package built?") from None
+
+
+def serialize(msg: Any, msgtype: str) -> bytes:
+    """CDR bytes of a rosbags message, an rclpy message, or bytes (passed through)."""
+    if isinstance(msg, (bytes, bytearray, memoryview)):
+        return bytes(msg)
+    if hasattr(msg, "__msgtype__"):
+        if msg.__msgtype__ != msgtype:
+            raise BagError(f"a {msg.__msgtype__} message cannot be written as {msgtype}")
+        return bytes(typestore().serialize_cdr(msg, msgtype))
+    from rclpy.serialization import serialize_message
+
+    if type(msg) is not rclpy_class(msgtype):
+        raise BagError(f"a {type(msg).__name__} message cannot be written as {msgtype}")
+    return serialize_message(msg)
+
+
+class BagWriter:
+    """A rosbag2 being written: ``write(topic, msgtype, timestamp_ns, msg)`` in any topic order.
+
+    Use as a context manager. Connections are created on first use of a topic, with the
+    message definition embedded; a topic keeps its first type.
+    """
+
+    def __init__(self, path: str | Path, storage: str = "mcap"):
+        if storage not in STORAGES:
+            raise BagError(f"storage {storage!r} is not one of {list(STORAGES)}")
+        self.path = Path(path)
+        if self.path.exists():
+            raise BagError(f"{self.path} exists: rosbag2 writes a new folder; remove it first")
+        self._writer = Writer(self.path, version=BAG_VERSION, storage_plugin=STORAGES[storage])
+        self._connections: dict[str, Any] = {}
+
+    def __enter__(self) -> BagWriter:
+        self._writer.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._writer.close()
+
+    def write(self, topic: str, msgtype: str, timestamp_ns: int, msg: Any) -> None:
+        connection = self._connections.get(topic)
+        if connection is None:
+            if msgtype not in typestore().types:
+                raise BagError(f"{topic}: unknown message type {msgtype}")
+            connection = self._writer.add_connection(topic, msgtype, typestore=typestore())
+            self._connections[topic] = connection
+        elif connection.msgtype != msgtype:
+            raise BagError(f"{topic} carries {connection.msgtype}, not {msgtype}")
+        self._writer.write(connection, int(timestamp_ns), serialize(msg, msgtype))
+
+
+def write_bag(
+    path: str | Path,
+    streams: Iterable[Iterable[tuple[str, str, int, Any]]],
+    storage: str = "mcap",
+) -> Path:
+    """Write time-sorted streams of (topic, msgtype, timestamp_ns, msg), merged in time order."""
+    with BagWriter(path, storage) as writer:
+        for topic, msgtype, stamp, msg in heapq.merge(*streams, key=lambda item: item[2]):
+            writer.write(topic, msgtype, stamp, msg)
+    return Path(path)
+
+
+@dataclass(frozen=True)
+class BagMessage:
+    topic: str
+    msgtype: str
+    timestamp: int  # log time [ns]
+    message: Any  # rosbags object, rclpy object, or CDR bytes
+
+
+def bag_topics(path: str | Path) -> dict[str, str]:
+    """topic -> message type of every connection in a bag."""
+    with Reader(path) as reader:
+        return {c.topic: c.msgtype for c in reader.connections}
+
+
+def read_bag(
+    path: str | Path, topics: Iterable[str] | None = None, deserialize: str = "rosbags"
+) -> Iterator[BagMessage]:
+    """Messages of a bag (optionally only ``topics``) in log-time order.
+
+    ``deserialize``: ``rosbags`` (this module's type store, no ROS needed), ``rclpy`` (the
+    generated message classes), or ``raw`` (CDR bytes).
+    """
+    if deserialize not in DESERIALIZE_AS:
+        raise BagError(f"deserialize={deserialize!r} is not one of {list(DESERIALIZE_AS)}")
+    if deserialize == "rclpy":
+        from rclpy.serialization import deserialize_message
+    store = typestore()
+    with Reader(path) as reader:
+        connections = reader.connections
+        if topics is not None:
+            topics = set(topics)
+            connections = [c for c in connections if c.topic in topics]
+            missing = topics - {c.topic for c in connections}
+            if missing:
+                raise BagError(f"{path} has no topics {sorted(missing)}")
+            if not connections:
+                return
+        for connection, stamp, raw in reader.messages(connections=connections):
+            if deserialize == "rosbags":
+                message = store.deserialize_cdr(raw, connection.msgtype)
+            elif deserialize == "rclpy":
+                message = deserialize_message(raw, rclpy_class(connection.msgtype))
+            else:
+                message = bytes(raw)
+            yield BagMessage(connection.topic, connection.msgtype, stamp, message)

@@ -1,0 +1,243 @@
+"""A simulation run as ROS 2 topics, and its rosbag2: the simulator's only ROS-facing module.
+
+Topics, per robot ``<id>`` (what a hardware driver or ``ros_gz_bridge`` publishes, stamped
+on the robot's own clock):
+
+* ``/<id>/joint_states`` (``sensor_msgs/JointState``): measured joint positions [m, rad],
+  velocities and efforts (actuator force or torque; 0 for passive joints);
+* ``/<id>/ft_sensor`` (``geometry_msgs/WrenchStamped``, robots with an F/T sensor): in the
+  sensor frame ``<id>/grasp``, the wrench the payload exerts ON the robot (Gazebo's
+  ``child_to_parent``), i.e. minus the wrench F_i the robot applies on the payload;
+* ``/<id>/imu`` (``sensor_msgs/Imu``, if enabled): angular velocity and specific force in
+  ``<id>/grasp``; no orientation (``orientation_covariance[0] = -1``);
+* ``/<id>/grasp_state`` (``GraspState``): the ready-made grasp sample of ``RobotRecord.grasp``;
+
+and ``/clock`` (simulation time, at every recording instant). Ground truth, for evaluation
+only, on ``/ground_truth/...``: ``payload`` (``PayloadEstimate`` holding the true
+parameters and grasp frames in {s}, once), ``payload_pose`` (``PoseStamped`` of {s} in
+``world``), ``human_wrench`` (``WrenchStamped`` on the payload, about {s}, in {s}) and
+``<id>/grasp_state`` (noise-free ``GraspState`` at the true sample times).
+
+Bag log times are the simulation times at which the samples were taken. All
+geometry_msgs conversions go through ``ros.conversions``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Header
+
+from ..bags import write_bag
+from ..core.samples import GraspSeries
+from ..msg import GraspFrame, PayloadEstimate
+from ..ros.conversions import (
+    to_grasp_state,
+    to_inertia,
+    to_pose,
+    to_quaternion,
+    to_time,
+    to_transform,
+    to_vector3,
+    to_wrench,
+)
+from .scenario import RobotRecord, SimulationResult
+
+Stream = Iterator[tuple[str, str, int, Any]]
+GRASP_STATE = "inertia_estimation_ros/msg/GraspState"
+
+
+def _ns(t: float) -> int:
+    return int(round(t * 1e9))
+
+
+def _header(stamp: float, frame_id: str = "") -> Header:
+    return Header(stamp=to_time(stamp), frame_id=frame_id)
+
+
+def clock_stream(times: np.ndarray) -> Stream:
+    for t in times:
+        yield "/clock", "rosgraph_msgs/msg/Clock", _ns(t), Clock(clock=to_time(t))
+
+
+def joint_state_stream(record: RobotRecord) -> Stream:
+    joints = record.joints
+    topic = f"/{record.robot_id}/joint_states"
+    for k, (t, stamp) in enumerate(zip(record.time, record.stamp, strict=True)):
+        msg = JointState(
+            header=_header(stamp),
+            name=joints.names,
+            position=joints.position[k].tolist(),
+            velocity=joints.velocity[k].tolist(),
+            effort=joints.effort[k].tolist(),
+        )
+        yield topic, "sensor_msgs/msg/JointState", _ns(t), msg
+
+
+def wrench_stream(record: RobotRecord) -> Stream:
+    sensor = record.wrench
+    topic = f"/{record.robot_id}/ft_sensor"
+    for t, stamp, W in zip(record.time, record.stamp, sensor.wrench, strict=True):
+        msg = WrenchStamped(header=_header(stamp, sensor.frame_id), wrench=to_wrench(W))
+        yield topic, "geometry_msgs/msg/WrenchStamped", _ns(t), msg
+
+
+def imu_stream(record: RobotRecord) -> Stream:
+    imu = record.imu
+    topic = f"/{record.robot_id}/imu"
+    no_orientation = [-1.0] + [0.0] * 8
+    for t, stamp, w, a in zip(
+        record.time, record.stamp, imu.angular_velocity, imu.linear_acceleration, strict=True
+    ):
+        msg = Imu(
+            header=_header(stamp, imu.frame_id),
+            orientation_covariance=no_orientation,
+            angular_velocity=to_vector3(w),
+            linear_acceleration=to_vector3(a),
+        )
+        yield topic, "sensor_msgs/msg/Imu", _ns(t), msg
+
+
+def grasp_state_stream(
+    topic: str, series: GraspSeries, times: np.ndarray, frame_id: str, home_frame_id: str
+) -> Stream:
+    for k, t in enumerate(times):
+        msg = to_grasp_state(series.sample(k), frame_id, home_frame_id)
+        yield topic, GRASP_STATE, _ns(t), msg
+
+
+def payload_truth(result: SimulationResult) -> PayloadEstimate:
+    """The true payload and grasp frames as a ``PayloadEstimate`` in {s} (all flags valid)."""
+    truth = result.ground_truth
+    ref = truth.reference_robot
+    params = truth.payload
+    moments, R_s_c = params.principal_axes()
+    msg = PayloadEstimate(
+        header=_header(float(truth.time[0]), result.robots[ref].grasp_frame_id),
+        reference_robot_id=ref,
+        stage=PayloadEstimate.STAGE_DYNAMICS,
+        grasps_valid=True,
+        mass_valid=True,
+        com_valid=True,
+        inertia_valid=True,
+        inertia=to_inertia(params),
+        principal_axes=to_quaternion(R_s_c),
+        principal_moments=to_vector3(moments),
+        parameters=params.vec.tolist(),
+        physically_consistent=params.is_consistent(),
+        consistency_margin=params.consistency_margin(),
+    )
+    msg.grasps = [
+        GraspFrame(
+            robot_id=rid,
+            frame_id=result.robots[rid].grasp_frame_id,
+            transform=to_transform(T_s_i),
+        )
+        for rid, T_s_i in truth.T_s_i.items()
+    ]
+    return msg
+
+
+def ground_truth_streams(result: SimulationResult) -> list[Stream]:
+    truth = result.ground_truth
+    frame_s = result.robots[truth.reference_robot].grasp_frame_id
+
+    def payload() -> Stream:
+        t0 = float(truth.time[0])
+        yield (
+            "/ground_truth/payload",
+            "inertia_estimation_ros/msg/PayloadEstimate",
+            _ns(t0),
+            (payload_truth(result)),
+        )
+
+    def pose() -> Stream:
+        for t, T in zip(truth.time, truth.T_w_s, strict=True):
+            msg = PoseStamped(header=_header(t, "world"), pose=to_pose(T))
+            yield "/ground_truth/payload_pose", "geometry_msgs/msg/PoseStamped", _ns(t), msg
+
+    def human() -> Stream:
+        for t, F in zip(truth.time, truth.F_human_s, strict=True):
+            msg = WrenchStamped(header=_header(t, frame_s), wrench=to_wrench(F))
+            yield "/ground_truth/human_wrench", "geometry_msgs/msg/WrenchStamped", _ns(t), msg
+
+    streams = [payload(), pose(), human()]
+    for rid, series in truth.grasps.items():
+        record = result.robots[rid]
+        streams.append(
+            grasp_state_stream(
+                f"/ground_truth/{rid}/grasp_state",
+                series,
+                series.t,
+                record.grasp_frame_id,
+                record.home_frame_id,
+            )
+        )
+    return streams
+
+
+def robot_streams(record: RobotRecord) -> list[Stream]:
+    """The raw driver topics and the GraspState of one robot."""
+    streams = [
+        grasp_state_stream(
+            f"/{record.robot_id}/grasp_state",
+            record.grasp,
+            record.time,
+            record.grasp_frame_id,
+            record.home_frame_id,
+        )
+    ]
+    if record.joints is not None:
+        streams.append(joint_state_stream(record))
+    if record.wrench is not None:
+        streams.append(wrench_stream(record))
+    if record.imu is not None:
+        streams.append(imu_stream(record))
+    return streams
+
+
+def simulation_streams(result: SimulationResult, ground_truth: bool = True) -> list[Stream]:
+    """Every topic of a run as time-ordered streams of (topic, type, log time [ns], message)."""
+    streams = [clock_stream(result.ground_truth.time)]
+    for record in result.robots.values():
+        streams += robot_streams(record)
+    if ground_truth:
+        streams += ground_truth_streams(result)
+    return streams
+
+
+def message_count(result: SimulationResult, ground_truth: bool = True) -> int:
+    """How many messages ``simulation_streams`` yields (for progress bars)."""
+    count = len(result.ground_truth.time)
+    for record in result.robots.values():
+        count += len(record.time) * (2 + (record.wrench is not None) + (record.imu is not None))
+    if ground_truth:
+        count += 1 + 2 * len(result.ground_truth.time)
+        count += sum(len(s.t) for s in result.ground_truth.grasps.values())
+    return count
+
+
+def write_simulation_bag(
+    result: SimulationResult,
+    path: str | Path,
+    storage: str = "mcap",
+    ground_truth: bool = True,
+    progress: Any = None,
+) -> Path:
+    """Write a run's topics to a rosbag2; ``progress(n)`` is called per written message."""
+    streams = simulation_streams(result, ground_truth)
+    if progress is not None:
+        streams = [_counted(s, progress) for s in streams]
+    return write_bag(path, streams, storage)
+
+
+def _counted(stream: Stream, progress: Any) -> Stream:
+    for item in stream:
+        progress(1)
+        yield item

@@ -21,6 +21,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from rosbags.interfaces import Nodetype
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
@@ -66,19 +68,40 @@ def rclpy_class(msgtype: str) -> type:
         raise BagError(f"no Python message class for {msgtype}: is its package built?") from None
 
 
+def rosbags_message(msg: Any, msgtype: str) -> Any:
+    """The rosbags object with the field values of an rclpy message of type ``msgtype``."""
+    store = typestore()
+    _, fields = store.fielddefs[msgtype]
+    return store.types[msgtype](
+        **{name: _field(getattr(msg, name), *kind) for name, kind in fields}
+    )
+
+
+def _field(value: Any, node: Nodetype, detail: Any) -> Any:
+    if node == Nodetype.BASE:
+        return value
+    if node == Nodetype.NAME:
+        return rosbags_message(value, detail)
+    (item_node, item_detail), _ = detail
+    if item_node == Nodetype.BASE and item_detail[0] != "string":
+        return np.asarray(value, dtype=item_detail[0])
+    return [_field(item, item_node, item_detail) for item in value]
+
+
 def serialize(msg: Any, msgtype: str) -> bytes:
-    """CDR bytes of a rosbags message, an rclpy message, or bytes (passed through)."""
+    """CDR bytes of a rosbags message, an rclpy message, or bytes (passed through).
+
+    rclpy messages are encoded by rosbags too: ``rclpy.serialization`` output carries
+    uninitialized padding and trailing bytes, so equal messages would not give equal bytes."""
     if isinstance(msg, (bytes, bytearray, memoryview)):
         return bytes(msg)
     if hasattr(msg, "__msgtype__"):
         if msg.__msgtype__ != msgtype:
             raise BagError(f"a {msg.__msgtype__} message cannot be written as {msgtype}")
         return bytes(typestore().serialize_cdr(msg, msgtype))
-    from rclpy.serialization import serialize_message
-
     if type(msg) is not rclpy_class(msgtype):
         raise BagError(f"a {type(msg).__name__} message cannot be written as {msgtype}")
-    return serialize_message(msg)
+    return bytes(typestore().serialize_cdr(rosbags_message(msg, msgtype), msgtype))
 
 
 class BagWriter:

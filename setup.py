@@ -65,6 +65,7 @@ setup(
             "ros-rosgraph-msgs",
         ]
     },
-    data_files=[(f"share/{NAME}", ["package.xml"])] + share_files("launch", "config", "rviz"),
+    data_files=[(f"share/{NAME}", ["package.xml"])]
+    + share_files("launch", "config", "rviz", "gazebo"),
     entry_points={"console_scripts": CONSOLE_SCRIPTS},
 )

@@ -1,0 +1,325 @@
+"""Inertia from moving data: paper 000, Sec. III-D (Eqs. 17-33), and the one-stage 10-parameter fit.
+
+Paper method (stage C, after the CoM of ``statics``): Euler's equation about the CoM, in
+the frame {b} at the CoM with the axes of {s},
+    m_b = I_b alpha_b + [omega_b] I_b omega_b             (Eq. 17)
+    m_b = sum_i [p_b_i] R_b_i f_i (+ R_b_i m_i)           (Eq. 18)
+stacked as X I_reg = y (Eqs. 19-32), solved by least squares, then made positive
+semidefinite by clipping eigenvalues (the paper's footnote), and diagonalized (Eq. 33).
+The rows A_q + B_q of Eqs. 20 and 24/28 are the inertia columns of the moment rows of the
+rigid-body regressor (``core.regressor``), which is where they are computed.
+
+Project method, one stage: every sample, static or moving, gives the Newton-Euler
+equation of the whole payload about the origin of {s}:
+    sum_i Ad(T_i_s)^T F_i = Y(V_s, dV_s, g_s) theta          (core.regressor)
+It is linear in the 10 parameters theta (mass, first moment, inertia about {s}), so
+neither the static phase nor an earlier CoM estimate is needed, and grasp moments are
+used when robots measure them. ``WrenchMoments`` accumulates it in information form.
+The accumulated statistics do not depend on the grasp frames T_s_i: the wrench side is
+kept as the tensors K_i = sum_k Y_k^T (x) F_i,k, so the current T_s_i can be applied at
+solve time (``WrenchMoments.solve``), and a grasp estimate that keeps improving never
+makes the accumulated data stale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import approx_fprime
+
+from .. import spatial as sp
+from ..inertial import InertialParameters, inertia_matrix
+from ..regressor import body_regressor
+from .grasp_kinematics import consensus_map, noise_precision, perturbed, stacked_adjoint
+
+ROWS = {"moment": slice(0, 3), "force": slice(3, 6)}
+
+
+# ----- paper 000, Eqs. 17-33 ------------------------------------------------------------------
+def inertia_rows(omega_b: np.ndarray, alpha_b: np.ndarray) -> np.ndarray:
+    """X (3Q x 6): rows A_q + B_q (Eqs. 20, 24/28), (A_q + B_q) I_reg = I alpha + w x I w."""
+    Q = len(omega_b)
+    V = np.concatenate([omega_b, np.zeros((Q, 3))], axis=1)
+    dV = np.concatenate([alpha_b, np.zeros((Q, 3))], axis=1)
+    return body_regressor(V, dV)[:, :3, 4:].reshape(-1, 6)
+
+
+def moment_about_com(
+    wrenches: Mapping[str, np.ndarray], T_s_i: Mapping[str, np.ndarray], p_s_c: np.ndarray
+) -> np.ndarray:
+    """y (Q, 3): sum_i [p_b_i] R_b_i f_i + R_b_i m_i about the CoM, in {s} axes (Eq. 29)."""
+    total = 0.0
+    for rid, F in wrenches.items():
+        F = np.asarray(F, dtype=float)
+        R, p_b_i = T_s_i[rid][:3, :3], T_s_i[rid][:3, 3] - p_s_c
+        f = F[:, 3:] @ R.T
+        total = total + np.cross(p_b_i, f) + np.nan_to_num(F[:, :3], nan=0.0) @ R.T
+    return total
+
+
+def estimate_inertia_about_com(
+    omega_b: np.ndarray, alpha_b: np.ndarray, moment_b: np.ndarray
+) -> np.ndarray:
+    """I_b (3x3) from X I_reg = y (Eqs. 30-32), projected onto the PSD cone as in the paper's
+    footnote (negative eigenvalues set to zero)."""
+    X = inertia_rows(omega_b, alpha_b)
+    I_reg = np.linalg.lstsq(X, np.asarray(moment_b).reshape(-1), rcond=None)[0]
+    lam, R = np.linalg.eigh(inertia_matrix(I_reg))
+    return (R * np.clip(lam, 0.0, None)) @ R.T
+
+
+def principal_axes(I_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(moments ascending, R_b_c with det +1): Eq. 33, I_c = R_b_c^T I_b R_b_c diagonal."""
+    return InertialParameters.from_mass_com_inertia(1.0, np.zeros(3), I_b).principal_axes()
+
+
+# ----- the payload's motion from all robots --------------------------------------------------
+def payload_motion(
+    twists: Mapping[str, np.ndarray],
+    twist_derivatives: Mapping[str, np.ndarray],
+    T_s_i: Mapping[str, np.ndarray],
+    twist_noise: Mapping[str, tuple[float, float]],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(V_s, dV_s), (Q, 6) each: the noise-weighted consensus of every robot's twist and
+    twist derivative mapped to {s} (V_i = Ad(T_i_s) V_s); averaging N robots divides the
+    noise variance in the regressor by about N."""
+    ids = list(T_s_i)
+    C = consensus_map(stacked_adjoint(T_s_i, ids), noise_precision(twist_noise, ids))
+    V = np.concatenate([np.asarray(twists[r]) for r in ids], axis=1) @ C.T
+    dV = np.concatenate([np.asarray(twist_derivatives[r]) for r in ids], axis=1) @ C.T
+    return V, dV
+
+
+def consensus_covariance(
+    T_s_i: Mapping[str, np.ndarray], noise: Mapping[str, tuple[float, float]]
+) -> np.ndarray:
+    """Covariance (6x6) of the consensus V_s (or dV_s) for per-robot (angular, linear) noise."""
+    ids = list(T_s_i)
+    precision = noise_precision(noise, ids)
+    C = consensus_map(stacked_adjoint(T_s_i, ids), precision)
+    return (C / precision) @ C.T
+
+
+def payload_gravity(
+    gravity: Mapping[str, np.ndarray], T_s_i: Mapping[str, np.ndarray]
+) -> np.ndarray:
+    """g_s (Q, 3): the mean of R_s_i g_i over the robots that report gravity."""
+    return np.mean([np.asarray(g) @ T_s_i[r][:3, :3].T for r, g in gravity.items()], axis=0)
+
+
+# ----- project method: one-stage information form --------------------------------------------
+@dataclass
+class WrenchMoments:
+    """Information-form statistics of sum_i M_i F_i,k = Y_k theta, M_i = Ad(T_i_s)^T.
+
+    YY[b, c] = sum_k Y_k[b]^T Y_k[c] (6 x 6 x 10 x 10, rows b, c of Y); K[i] = sum_k
+    Y_k^T (x) F_i,k (10 x 6 x 6); FF = sum_k F_k F_k^T of the stacked robot wrenches
+    (6N x 6N). All are independent of T_s_i; memory is constant.
+    """
+
+    robot_ids: tuple[str, ...]
+    has_torque: tuple[bool, ...]
+    YY: np.ndarray = field(default_factory=lambda: np.zeros((6, 6, 10, 10)))
+    K: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    FF: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    samples: int = 0
+    dV_covariance: np.ndarray | None = None  # noise of the dV_s used in Y (errors in variables)
+
+    def __post_init__(self) -> None:
+        n = len(self.robot_ids)
+        if self.K.size == 0:
+            self.K = np.zeros((n, 10, 6, 6))
+        if self.FF.size == 0:
+            self.FF = np.zeros((6 * n, 6 * n))
+
+    @classmethod
+    def empty(cls, robot_ids: Sequence[str], has_torque: Sequence[bool]) -> WrenchMoments:
+        return cls(tuple(robot_ids), tuple(bool(h) for h in has_torque))
+
+    def add(self, Y: np.ndarray, F: np.ndarray) -> None:
+        """One sample: regressor Y (6x10) and robot wrenches F (N x 6), each in its {i},
+        finite, moments of robots without torque sensing already zero (the fast path)."""
+        self.YY += Y[:, None, :, None] * Y[None, :, None, :]
+        self.K += Y.T[None, :, :, None] * F[:, None, None, :]
+        flat = F.ravel()
+        self.FF += flat[:, None] * flat[None, :]
+        self.samples += 1
+
+    def add_batch(self, Y: np.ndarray, F: np.ndarray, weights: np.ndarray | None = None) -> None:
+        """Q samples: Y (Q, 6, 10), F (Q, N, 6). Moments of robots without torque sensing,
+        and any non-finite entries, count as zero (a passive gimbal transmits no moment)."""
+        F = np.nan_to_num(np.asarray(F, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
+        F[:, ~np.array(self.has_torque), :3] = 0.0
+        w = np.ones(len(Y)) if weights is None else np.asarray(weights, dtype=float)
+        Yw = Y * w[:, None, None]
+        self.YY += np.einsum("kba,kcd->bcad", Yw, Y)
+        self.K += np.einsum("kba,kic->iabc", Yw, F)
+        flat = F.reshape(len(F), -1)
+        self.FF += (flat * w[:, None]).T @ flat
+        self.samples += len(Y)
+
+    def __add__(self, other: WrenchMoments) -> WrenchMoments:
+        return WrenchMoments(
+            self.robot_ids,
+            self.has_torque,
+            self.YY + other.YY,
+            self.K + other.K,
+            self.FF + other.FF,
+            self.samples + other.samples,
+            _pooled_covariance(self, other),
+        )
+
+    def wrench_maps(self, T_s_i: Mapping[str, np.ndarray]) -> np.ndarray:
+        """M (N, 6, 6): M_i = Ad(T_i_s)^T maps robot i's wrench to the payload about {s}."""
+        return np.stack([sp.adjoint(sp.inverse(T_s_i[r])).T for r in self.robot_ids])
+
+    def noise_structure(self, T_s_i: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """(A_f, A_m): the net-wrench covariance is sigma_f^2 A_f + sigma_m^2 A_m for white
+        force noise sigma_f and moment noise sigma_m (robots with torque sensing) per robot."""
+        M = self.wrench_maps(T_s_i)
+        A_f = np.einsum("iab,icb->ac", M[:, :, 3:], M[:, :, 3:])
+        torque = np.array(self.has_torque, dtype=float)
+        A_m = np.einsum("i,iab,icb->ac", torque, M[:, :, :3], M[:, :, :3])
+        return A_f, A_m
+
+    def normal_equations(
+        self, T_s_i: Mapping[str, np.ndarray], W: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(sum_k Y_k^T W Y_k, sum_k Y_k^T W F_s,k) for the net wrench F_s with grasps T_s_i.
+
+        With ``dV_covariance`` the first term is bias-compensated: the expected contribution
+        of the regressor noise, samples * E[dY^T W dY], is subtracted (errors-in-variables).
+        """
+        M = self.wrench_maps(T_s_i)
+        info = np.einsum("bc,bcad->ad", W, self.YY)
+        if self.dV_covariance is not None:
+            corrected = info - self.samples * regressor_noise_power(self.dV_covariance, W)
+            if np.linalg.eigvalsh(corrected)[0] >= -1e-9 * np.abs(info).max():
+                info = corrected
+        eta = np.einsum("bc,iabd,icd->a", W, self.K, M)
+        return info, eta
+
+    def residual_moment(self, T_s_i: Mapping[str, np.ndarray], theta: np.ndarray) -> np.ndarray:
+        """sum_k r_k r_k^T (6x6) of the residuals r_k = F_s,k - Y_k theta."""
+        M = self.wrench_maps(T_s_i)
+        M_flat = np.concatenate(list(M), axis=1)
+        FsFs = M_flat @ self.FF @ M_flat.T
+        cross = np.einsum("a,iabd,icd->bc", theta, self.K, M)  # sum_k (Y theta)_k F_s,k^T
+        fitted = np.einsum("a,bcad,d->bc", theta, self.YY, theta)
+        return FsFs - cross - cross.T + fitted
+
+
+def _pooled_covariance(a: WrenchMoments, b: WrenchMoments) -> np.ndarray | None:
+    """Sample-weighted dV noise covariance of two pooled sets (None if neither has one)."""
+    parts = [(m.samples, m.dV_covariance) for m in (a, b) if m.dV_covariance is not None]
+    if not parts:
+        return None
+    return sum(n * C for n, C in parts) / max(sum(n for n, _ in parts), 1)
+
+
+def regressor_noise_power(dV_covariance: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """E[dY^T W dY] (10x10) per sample for noise of covariance Sigma on dV_s.
+
+    Y is affine in dV (``core.regressor``): dY = sum_j d_j G_j with G_j = Y(0, e_j).
+    """
+    G = body_regressor(np.zeros((6, 6)), np.eye(6))
+    return np.einsum("jl,jba,bc,lcd->ad", dV_covariance, G, W, G)
+
+
+def stack_wrenches(wrenches: Mapping[str, np.ndarray], robot_ids: Sequence[str]) -> np.ndarray:
+    """F (Q, N, 6) from per-robot (Q, 6) wrenches."""
+    return np.stack([np.asarray(wrenches[r], dtype=float) for r in robot_ids], axis=1)
+
+
+@dataclass(frozen=True)
+class ParameterFit:
+    """The one-stage generalized least-squares fit of theta (10) in {s}."""
+
+    theta: np.ndarray
+    covariance: np.ndarray  # data noise (inflated) plus the propagated grasp uncertainty
+    information: np.ndarray  # sum over groups of Y^T W Y (inverse data covariance)
+    noise: dict[str, tuple[float, float]]  # group -> (force [N], moment [N m]) per robot
+    residual_rms: dict[str, float]  # "force" [N], "moment" [N m] of the net wrench
+    samples: dict[str, int]
+    group_information: dict[str, np.ndarray]  # each group's Y^T W Y
+
+
+def _scaled_solve(information: np.ndarray, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(theta, pseudo-inverse): Jacobi-scaled, so unexcited directions get zero, not noise."""
+    d = np.sqrt(np.clip(np.diag(information), 0.0, None))
+    d = np.where(d > 0, 1.0 / np.where(d > 0, d, 1.0), 0.0)
+    scaled = np.linalg.pinv(d[:, None] * information * d, rcond=1e-10, hermitian=True)
+    pinv = d[:, None] * scaled * d
+    return pinv @ eta, pinv
+
+
+def _wrench_noise(R: np.ndarray, A_f: np.ndarray, A_m: np.ndarray, floor: float) -> tuple:
+    """(sigma_f, sigma_m) fitting the mean residual moment R ~ sigma_f^2 A_f + sigma_m^2 A_m."""
+    basis = [A_f] + ([A_m] if np.abs(A_m).max() > 0 else [])
+    B = np.stack([b.ravel() for b in basis], axis=1)
+    var = np.clip(np.linalg.lstsq(B, R.ravel(), rcond=None)[0], floor**2, None)
+    return float(np.sqrt(var[0])), float(np.sqrt(var[1])) if len(var) > 1 else 0.0
+
+
+def fit_parameters(
+    groups: Mapping[str, WrenchMoments],
+    T_s_i: Mapping[str, np.ndarray],
+    reference_id: str,
+    grasp_covariance: np.ndarray | None = None,
+    variance_inflation: float = 1.0,
+    noise_iterations: int = 3,
+) -> ParameterFit:
+    """theta by generalized least squares over groups of samples (e.g. "static", "dynamic").
+
+    Each group has its own per-robot force and moment noise (re-estimated
+    ``noise_iterations`` times from the residuals); the net wrench of a sample then has
+    the covariance sigma_f^2 A_f + sigma_m^2 A_m (``WrenchMoments.noise_structure``), whose
+    inverse weights it. The covariance is variance_inflation * information^-1 plus J G J^T,
+    G the grasp covariance (``GraspKinematics.covariance``), J = d theta / d grasps.
+    """
+    structure = {g: m.noise_structure(T_s_i) for g, m in groups.items()}
+    noise = {g: (1.0, 1.0) for g in groups}
+
+    def weight(g: str, level: tuple[float, float]) -> np.ndarray:
+        A_f, A_m = structure[g]
+        C = level[0] ** 2 * A_f + level[1] ** 2 * A_m
+        return np.linalg.inv(C + 1e-12 * np.trace(C) * np.eye(6))
+
+    def solve(T: Mapping[str, np.ndarray], noise: dict) -> tuple:
+        parts = {g: m.normal_equations(T, weight(g, noise[g])) for g, m in groups.items()}
+        info = sum(i for i, _ in parts.values())
+        theta, pinv = _scaled_solve(info, sum(e for _, e in parts.values()))
+        return theta, pinv, info, {g: i for g, (i, _) in parts.items()}
+
+    for _ in range(noise_iterations):
+        theta = solve(T_s_i, noise)[0]
+        for g, moments in groups.items():
+            R = moments.residual_moment(T_s_i, theta) / max(moments.samples, 1)
+            floor = 1e-9 * np.sqrt(np.trace(moments.FF) / max(moments.samples, 1) + 1e-300)
+            noise[g] = _wrench_noise(R, *structure[g], floor)
+    theta, pinv, info, group_information = solve(T_s_i, noise)
+    covariance = variance_inflation * pinv
+    if grasp_covariance is not None and grasp_covariance.size:
+
+        def theta_of(x: np.ndarray) -> np.ndarray:
+            return solve(perturbed(T_s_i, reference_id, x), noise)[0]
+
+        J = approx_fprime(np.zeros(len(grasp_covariance)), theta_of, 1e-7)
+        covariance = covariance + J @ grasp_covariance @ J.T
+    total = sum(m.residual_moment(T_s_i, theta) for m in groups.values())
+    count = max(sum(m.samples for m in groups.values()), 1)
+    residual_rms = {
+        name: float(np.sqrt(max(np.trace(total[rows, rows]), 0.0) / (3 * count)))
+        for name, rows in ROWS.items()
+    }
+    return ParameterFit(
+        theta,
+        0.5 * (covariance + covariance.T),
+        info,
+        noise,
+        residual_rms,
+        {g: m.samples for g, m in groups.items()},
+        group_information,
+    )

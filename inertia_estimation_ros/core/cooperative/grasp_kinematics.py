@@ -1,0 +1,684 @@
+"""Grasp kinematics: where every robot holds the payload (paper 000, Sec. III-B, Eqs. 1-8).
+
+Every robot holds one rigid body, so body twists satisfy V_i = Ad(T_i_j) V_j (Eq. 1), and
+with fixed home frames the poses satisfy T_i0_i(t) = T_i0_s0 T_s0_s(t) T_s_i. Each
+residual below is linear in a stacked measurement vector x_k (twists z_k, or poses y_k),
+so the second moment S = sum_k w_k x_k x_k^T (``StackedMoments``) is a sufficient
+statistic. The batch pipeline and the online estimator share it, and memory stays
+constant however long the data are.
+
+Paper method, per pair (i, j):
+* ``relative_rotation`` solves Wahba's problem by Kabsch's SVD (Eqs. 3-5);
+* ``relative_position`` solves Eq. 8 by least squares;
+* ``pairwise_grasps`` chains the pairs to the reference robot;
+* ``paper_refinement`` is the paper's BFGS refinement over all pairs.
+
+Project method, joint maximum likelihood over all N robots (any N, any reference robot {s}):
+* Only T_s_i (i != s) are parameters, so loop closure holds by construction.
+* The payload's motion at each sample is a latent variable, eliminated in closed form
+  (variable projection), so every robot's noise counts the same way:
+  * ``refine_grasps`` (twists): the latent is the payload twist V_s;
+  * ``refine_grasps_from_poses`` (poses, the more accurate one): the latent is the pose
+    T_s0_s(t), and the home frames T_s0_i0 are extra parameters. Position data carry
+    rotation information through the grasp lever arms, and there is no differentiation.
+* Per-robot noise levels are re-estimated from the residuals by moment matching.
+* Robust losses work by reweighting samples (``robust_weights``, ``fit_grasps``).
+
+Covariances are 6x6 per grasp, of (dphi, dp): R_s_i = exp([dphi]) R_hat_s_i and
+p_s_i = p_hat_s_i + dp, both in {s}. Note the order: the core is angular first, while
+msg/GraspFrame lists dp first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy.optimize import approx_fprime, least_squares, minimize
+from scipy.spatial.transform import Rotation
+
+from .. import spatial as sp
+
+ROBUST_LOSSES = ("none", "huber", "cauchy")
+
+
+# ----- sufficient statistics -------------------------------------------------------------------
+@dataclass
+class StackedMoments:
+    """S = sum_k w_k x_k x_k^T of stacked per-sample vectors x_k (robot order ``robot_ids``)."""
+
+    robot_ids: tuple[str, ...]
+    S: np.ndarray
+    weight: float = 0.0  # sum of sample weights
+    samples: int = 0
+
+    @classmethod
+    def empty(cls, robot_ids: Sequence[str], dim: int) -> StackedMoments:
+        return cls(tuple(robot_ids), np.zeros((dim, dim)))
+
+    @classmethod
+    def from_rows(
+        cls, robot_ids: Sequence[str], X: np.ndarray, weights: np.ndarray | None = None
+    ) -> StackedMoments:
+        w = np.ones(len(X)) if weights is None else np.asarray(weights, dtype=float)
+        return cls(tuple(robot_ids), (X * w[:, None]).T @ X, float(w.sum()), len(X))
+
+    def add(self, x: np.ndarray, weight: float = 1.0) -> None:
+        """Accumulate one stacked vector x."""
+        wx = weight * x
+        self.S += wx[:, None] * x[None, :]
+        self.weight += weight
+        self.samples += 1
+
+    def __add__(self, other: StackedMoments) -> StackedMoments:
+        if other.robot_ids != self.robot_ids or other.S.shape != self.S.shape:
+            raise ValueError("cannot pool moments of different robot sets or kinds")
+        return StackedMoments(
+            self.robot_ids,
+            self.S + other.S,
+            self.weight + other.weight,
+            self.samples + other.samples,
+        )
+
+    def block(self, i: str, j: str, size: int = 6) -> np.ndarray:
+        """sum_k x_i,k x_j,k^T for equal per-robot blocks of ``size`` (twists: 6)."""
+        a, b = size * self.robot_ids.index(i), size * self.robot_ids.index(j)
+        return self.S[a : a + size, b : b + size]
+
+
+def twist_rows(twists: Mapping[str, np.ndarray], robot_ids: Sequence[str]) -> np.ndarray:
+    """Z (Q, 6N): row k is z_k = [V_1,k; ...; V_N,k]."""
+    return np.concatenate([np.asarray(twists[r], dtype=float) for r in robot_ids], axis=1)
+
+
+def pose_rows(poses: Mapping[str, np.ndarray], robot_ids: Sequence[str]) -> np.ndarray:
+    """Y (Q, 12N + 1): row k is [vec(R_1), p_1, ..., vec(R_N), p_N, 1] of T_i0_i (vec by rows)."""
+    parts = []
+    for r in robot_ids:
+        T = np.asarray(poses[r], dtype=float).reshape(-1, 4, 4)
+        parts += [T[:, :3, :3].reshape(-1, 9), T[:, :3, 3]]
+    parts.append(np.ones((len(parts[0]), 1)))
+    return np.concatenate(parts, axis=1)
+
+
+def twist_moments(twists: Mapping[str, np.ndarray]) -> StackedMoments:
+    """Moments of per-robot twist arrays (Q, 6) sampled at the same instants."""
+    return StackedMoments.from_rows(tuple(twists), twist_rows(twists, tuple(twists)))
+
+
+def pose_moments(poses: Mapping[str, np.ndarray]) -> StackedMoments:
+    """Moments of per-robot pose arrays T_i0_i (Q, 4, 4) sampled at the same instants."""
+    return StackedMoments.from_rows(tuple(poses), pose_rows(poses, tuple(poses)))
+
+
+@dataclass
+class HomeGravity:
+    """A robot's gravity direction in its fixed home frame: the mean of R_i0_i g_i / |g_i|.
+
+    Constant memory: sums of the unit vectors and of their outer products.
+    """
+
+    total: np.ndarray
+    outer: np.ndarray
+    count: int = 0
+    floor: float = 1e-4  # [rad] smallest direction std claimed (floor levelness, calibration)
+
+    @classmethod
+    def empty(cls, floor: float = 1e-4) -> HomeGravity:
+        return cls(np.zeros(3), np.zeros((3, 3)), 0, floor)
+
+    @classmethod
+    def from_samples(cls, T_i0_i: np.ndarray, g_i: np.ndarray, floor: float = 1e-4) -> HomeGravity:
+        h = np.einsum("kij,kj->ki", np.asarray(T_i0_i)[:, :3, :3], np.asarray(g_i))
+        u = h / np.linalg.norm(h, axis=1, keepdims=True)
+        return cls(u.sum(0), u.T @ u, len(u), floor)
+
+    def add(self, T_i0_i: np.ndarray, g_i: np.ndarray) -> None:
+        h = T_i0_i[:3, :3] @ g_i
+        u = h / np.linalg.norm(h)
+        self.total += u
+        self.outer += np.outer(u, u)
+        self.count += 1
+
+    @property
+    def direction(self) -> np.ndarray:
+        return self.total / np.linalg.norm(self.total)
+
+    @property
+    def direction_std(self) -> float:
+        """Std [rad] of the mean direction, per perpendicular axis (at least ``floor``)."""
+        n = max(self.count, 1)
+        spread = max(1.0 - self.direction @ (self.outer / n) @ self.direction, 0.0)
+        return max(float(np.sqrt(spread / 2.0 / n)), self.floor)
+
+
+def _quadratic_minimizer(E0: np.ndarray, E: Sequence[np.ndarray], S: np.ndarray) -> np.ndarray:
+    """argmin_x tr((E0 + sum_a x_a E_a) S (...)^T): least squares on residuals linear in z."""
+    H = np.array([[np.trace(Ea @ S @ Eb.T) for Eb in E] for Ea in E])
+    g = np.array([np.trace(Ea @ S @ E0.T) for Ea in E])
+    return -np.linalg.lstsq(H, g, rcond=None)[0]
+
+
+def _procrustes(M: np.ndarray) -> np.ndarray:
+    """The rotation R maximizing tr(R^T M)."""
+    U, _, Vt = np.linalg.svd(M)
+    return U @ np.diag([1.0, 1.0, np.linalg.det(U @ Vt)]) @ Vt
+
+
+# ----- paper 000, Eqs. 3-8: pairwise linear solutions -----------------------------------------
+def relative_rotation(X_j_i: np.ndarray) -> np.ndarray:
+    """R_i_j minimizing ||R_i_j omega_j* - omega_i*||_F (Eq. 4) by Kabsch's SVD (Eq. 5).
+
+    X_j_i = omega_j* omega_i*^T = U Sigma V^T, R_i_j = V diag(1, 1, det(V U^T)) U^T.
+    """
+    return _procrustes(np.asarray(X_j_i).T)
+
+
+def relative_position(moments: StackedMoments, i: str, j: str, R_i_j: np.ndarray) -> np.ndarray:
+    """p_i_j minimizing ||[R_i_j omega_j] p - (R_i_j v_j - v_i)|| over all samples (Eqs. 7-8)."""
+    a, b = 6 * moments.robot_ids.index(i), 6 * moments.robot_ids.index(j)
+    n = moments.S.shape[0]
+    E0 = np.zeros((3, n))
+    E0[:, a + 3 : a + 6] = np.eye(3)
+    E0[:, b + 3 : b + 6] = -R_i_j
+    E = []
+    for axis in np.eye(3):
+        Ea = np.zeros((3, n))
+        Ea[:, b : b + 3] = -sp.skew(axis) @ R_i_j
+        E.append(Ea)
+    return _quadratic_minimizer(E0, E, moments.S)
+
+
+def pairwise_grasp(moments: StackedMoments, i: str, j: str) -> np.ndarray:
+    """T_i_j from the pair's twists only: Eq. 5 for the rotation, then Eq. 8."""
+    R_i_j = relative_rotation(moments.block(j, i)[:3, :3])
+    return sp.transform(R_i_j, relative_position(moments, i, j, R_i_j))
+
+
+def pairwise_grasps(moments: StackedMoments, reference_id: str) -> dict[str, np.ndarray]:
+    """T_s_i of every robot from its pair with the reference robot {s} (paper, Sec. III-B)."""
+    return {
+        r: np.eye(4) if r == reference_id else pairwise_grasp(moments, reference_id, r)
+        for r in moments.robot_ids
+    }
+
+
+# ----- parametrization: T_s_i only, so loop closure holds by construction -------------------
+def others(robot_ids: Sequence[str], reference_id: str) -> list[str]:
+    """The non-reference robots, in order."""
+    return [r for r in robot_ids if r != reference_id]
+
+
+def perturbed(T: Mapping[str, np.ndarray], reference_id: str, x: np.ndarray) -> dict:
+    """Poses after the perturbation x = [(dphi, dp) per non-reference robot]:
+    R = exp([dphi]) R_hat and p = p_hat + dp (left perturbation, in the outer frame)."""
+    out = dict(T)
+    for k, rid in enumerate(others(list(T), reference_id)):
+        dphi, dp = x[6 * k : 6 * k + 3], x[6 * k + 3 : 6 * k + 6]
+        R = Rotation.from_rotvec(dphi).as_matrix() @ T[rid][:3, :3]
+        out[rid] = sp.transform(R, T[rid][:3, 3] + dp)
+    return out
+
+
+# ----- project method: consensus by variable projection ---------------------------------------
+def stacked_adjoint(T_s_i: Mapping[str, np.ndarray], robot_ids: Sequence[str]) -> np.ndarray:
+    """A (6N x 6): z = A V_s for a rigid payload, A_i = Ad(T_i_s) (Eq. 1)."""
+    return np.vstack([sp.adjoint(sp.inverse(T_s_i[r])) for r in robot_ids])
+
+
+def consensus_map(A: np.ndarray, precision: np.ndarray) -> np.ndarray:
+    """C: the weighted least-squares latent l = C x of measurements x = A l + noise.
+
+    precision: inverse noise variances of x's entries.
+    """
+    AtW = A.T * precision
+    return np.linalg.solve(AtW @ A, AtW)
+
+
+def mean_rotations(moments: StackedMoments) -> dict[str, np.ndarray]:
+    """The chordal mean rotation of each robot's R_i0_i, from the first moments of pose rows."""
+    first = moments.S[-1, :-1] / max(moments.weight, 1e-300)
+    return {
+        r: _procrustes(first[12 * k : 12 * k + 9].reshape(3, 3))
+        for k, r in enumerate(moments.robot_ids)
+    }
+
+
+def _tangent_coordinates(R: np.ndarray) -> np.ndarray:
+    """Pi (3 x 9): E -> unskew(R^T E), the rotation vector of a small E = [d] R (vec by rows)."""
+    basis = np.eye(9).reshape(9, 3, 3)
+    return np.stack([sp.unskew(R.T @ E) for E in basis], axis=1)
+
+
+def pose_constraints(
+    T_s_i: Mapping[str, np.ndarray],
+    T_s0_i0: Mapping[str, np.ndarray],
+    R_bar: Mapping[str, np.ndarray],
+    robot_ids: Sequence[str],
+    reference_id: str,
+) -> np.ndarray:
+    """M (6(N-1) x (12N + 1)): M y = 0 for exact pose rows y of a rigid team.
+
+    T_i0_i = T_s0_i0^-1 T_s0_s T_s_i gives, with X = T_s_i and Y = T_s0_i0, per robot i != s:
+    rotation: Pi_i vec(R_i - R_Y^T R_s R_X) (tangent coordinates at robot i's mean rotation);
+    position: p_i - R_Y^T (R_s p_X + p_s - p_Y).
+    """
+    n = 12 * len(robot_ids) + 1
+    s = 12 * robot_ids.index(reference_id)
+    rows = []
+    for r in others(robot_ids, reference_id):
+        i = 12 * robot_ids.index(r)
+        R_X, p_X = T_s_i[r][:3, :3], T_s_i[r][:3, 3]
+        R_Y, p_Y = T_s0_i0[r][:3, :3], T_s0_i0[r][:3, 3]
+        Pi = _tangent_coordinates(R_bar[r])
+        M = np.zeros((6, n))
+        M[:3, i : i + 9] = Pi
+        M[:3, s : s + 9] = -Pi @ np.kron(R_Y.T, R_X.T)
+        M[3:, i + 9 : i + 12] = np.eye(3)
+        M[3:, s : s + 9] = -R_Y.T @ np.kron(np.eye(3), p_X[None, :])
+        M[3:, s + 9 : s + 12] = -R_Y.T
+        M[3:, -1] = R_Y.T @ p_Y
+        rows.append(M)
+    return np.vstack(rows)
+
+
+def pose_noise_covariance(
+    R_bar: Mapping[str, np.ndarray], robot_ids: Sequence[str], angle_std: float, position_std: float
+) -> np.ndarray:
+    """Sigma of pose rows: rotation noise R = exp([d]) R_bar (d isotropic), white positions."""
+    n = 12 * len(robot_ids) + 1
+    Sigma = np.zeros((n, n))
+    for k, r in enumerate(robot_ids):
+        K = np.stack([(sp.skew(e) @ R_bar[r]).ravel() for e in np.eye(3)], axis=1)
+        Sigma[12 * k : 12 * k + 9, 12 * k : 12 * k + 9] = angle_std**2 * K @ K.T
+        Sigma[12 * k + 9 : 12 * k + 12, 12 * k + 9 : 12 * k + 12] = position_std**2 * np.eye(3)
+    return Sigma
+
+
+def gls_residual_map(M: np.ndarray, Sigma: np.ndarray) -> np.ndarray:
+    """P = C^-1/2 M with C = M Sigma M^T: ||P x||^2 is the first-order ML cost of M x = 0."""
+    C = M @ Sigma @ M.T
+    return np.linalg.solve(np.linalg.cholesky(0.5 * (C + C.T)), M)
+
+
+def residual_map(A: np.ndarray, precision: np.ndarray) -> np.ndarray:
+    """P: whitened residuals P z = W^1/2 (z - A C z) after the consensus l = C z."""
+    return np.sqrt(precision)[:, None] * (np.eye(len(precision)) - A @ consensus_map(A, precision))
+
+
+def _factor(S: np.ndarray) -> np.ndarray:
+    """L with L L^T = S (symmetric square-root factor of a positive semidefinite S)."""
+    lam, U = np.linalg.eigh(0.5 * (S + S.T))
+    return U * np.sqrt(np.clip(lam, 0.0, None))
+
+
+def noise_precision(
+    noise: Mapping[str, tuple[float, float]], robot_ids: Sequence[str]
+) -> np.ndarray:
+    """(6N,) inverse twist-noise variances from per-robot (angular, linear) stds."""
+    return np.concatenate([np.repeat(np.array(noise[r]) ** -2.0, 3) for r in robot_ids])
+
+
+def _twist_noise(
+    P: np.ndarray, moments: StackedMoments, noise: Mapping[str, tuple[float, float]]
+) -> dict[str, tuple[float, float]]:
+    """Moment matching: each robot's (angular, linear) variance times observed/expected power.
+
+    P is the whitened residual map; pooled over robots when N = 2 (not identifiable).
+    """
+    ids = moments.robot_ids
+    precision = noise_precision(noise, ids)
+    observed = np.clip(np.einsum("ij,jk,ik->i", P, moments.S, P), 0.0, None)
+    expected = np.einsum("ij,j,ij->i", P, 1.0 / precision, P) * moments.weight
+    obs, exp = observed.reshape(-1, 2, 3).sum(2), expected.reshape(-1, 2, 3).sum(2)
+    if len(ids) < 3:
+        obs, exp = np.broadcast_to(obs.sum(0), obs.shape), np.broadcast_to(exp.sum(0), exp.shape)
+    floor = 1e-9 * np.sqrt(np.diag(moments.S).reshape(-1, 2, 3).mean((0, 2)) / moments.weight)
+    return {
+        r: tuple(
+            np.maximum(np.array(noise[r]) * np.sqrt(obs[k] / np.maximum(exp[k], 1e-300)), floor)
+        )
+        for k, r in enumerate(ids)
+    }
+
+
+def consensus_noise(
+    moments: StackedMoments,
+    T_s_i: Mapping[str, np.ndarray],
+    noise: Mapping[str, tuple[float, float]] | None = None,
+    iterations: int = 5,
+) -> dict[str, tuple[float, float]]:
+    """Per-robot (angular, linear) noise stds of twist-like rows (twists or their derivatives)
+    from the robots' disagreement after the consensus, for known grasps T_s_i."""
+    ids = moments.robot_ids
+    noise = dict(noise) if noise is not None else {r: (1.0, 1.0) for r in ids}
+    A = stacked_adjoint(T_s_i, ids)
+    for _ in range(iterations):
+        noise = _twist_noise(residual_map(A, noise_precision(noise, ids)), moments, noise)
+    return noise
+
+
+def _pose_noise(M: np.ndarray, moments: StackedMoments, R_bar: dict) -> tuple[float, float]:
+    """Team-wide (angle [rad], position [m]) pose noise by moment matching on M y = 0.
+
+    Rotation rows see angle noise only; position rows see both (through the lever arms).
+    """
+    ids = moments.robot_ids
+    power = np.einsum("ij,jk,ik->i", M, moments.S, M).reshape(-1, 2, 3).sum(axis=(0, 2))
+    unit = [
+        np.einsum("ij,jk,ik->i", M, pose_noise_covariance(R_bar, ids, a, b), M)
+        .reshape(-1, 2, 3)
+        .sum(axis=(0, 2))
+        * moments.weight
+        for a, b in ((1.0, 0.0), (0.0, 1.0))
+    ]
+    var_angle = max(power[0], 0.0) / max(unit[0][0], 1e-300)
+    var_position = max(power[1] - var_angle * unit[0][1], 0.0) / max(unit[1][1], 1e-300)
+    scale = np.sqrt(np.diag(moments.S)[9:12].mean() / moments.weight)
+    return max(np.sqrt(var_angle), 1e-9), max(np.sqrt(var_position), 1e-9 * max(scale, 1.0))
+
+
+@dataclass(frozen=True)
+class GraspKinematics:
+    """Estimated grasp frames T_s_i with their joint covariance and fit figures."""
+
+    reference_id: str
+    T_s_i: dict[str, np.ndarray]
+    covariance: np.ndarray  # 6(N-1) square, (dphi, dp) per non-reference robot, robot order
+    source: str  # "twists" or "poses"
+    information: np.ndarray  # inverse of ``covariance``: J^T J of the whitened fit
+    samples: int
+    twist_noise: dict[str, tuple[float, float]]  # per robot (angular, linear) std
+    pose_noise: tuple[float, float] | None = None  # (angle, position) std (pose fit)
+    T_s0_i0: dict[str, np.ndarray] | None = None  # home frames in {s0} (pose fit)
+
+    @property
+    def robot_ids(self) -> tuple[str, ...]:
+        return tuple(self.T_s_i)
+
+    def grasp_covariance(self, robot_id: str) -> np.ndarray:
+        """6x6 covariance of (dphi, dp) of T_s_i in {s}; zero for the reference robot."""
+        if robot_id == self.reference_id:
+            return np.zeros((6, 6))
+        k = others(self.robot_ids, self.reference_id).index(robot_id)
+        return self.covariance[6 * k : 6 * k + 6, 6 * k : 6 * k + 6].copy()
+
+    def inflated(self, factor: float) -> GraspKinematics:
+        """The same fit with its covariance multiplied by factor (e.g. for correlated noise)."""
+        return replace(
+            self, covariance=factor * self.covariance, information=self.information / factor
+        )
+
+    def T_i_j(self, i: str, j: str) -> np.ndarray:
+        """T_i_j = T_s_i^-1 T_s_j."""
+        return sp.inverse(self.T_s_i[i]) @ self.T_s_i[j]
+
+
+Frames = list[dict[str, np.ndarray]]
+
+
+def _fit_frames(
+    moments: StackedMoments,
+    reference_id: str,
+    frames: Frames,
+    build: Callable[[Frames, object], np.ndarray],
+    noise: object,
+    update_noise: Callable[[Frames, object], object],
+    noise_iterations: int,
+    prior: Callable[[Frames], np.ndarray] | None = None,
+) -> tuple[Frames, object, np.ndarray]:
+    """Least squares over perturbations of every non-reference frame of each set in ``frames``.
+
+    build(frames, noise) -> P, the whitened residual map: the cost is sum_k ||P x_k||^2 =
+    ||P L||_F^2 with L L^T = S, plus ||prior(frames)||^2 if given. Noise levels are
+    re-estimated ``noise_iterations`` times. Returns the fitted frames, the noise levels,
+    and J^T J at the fit.
+    """
+    L = _factor(moments.S)
+    n_each = 6 * (len(moments.robot_ids) - 1)
+
+    def apply(base: Frames, x: np.ndarray) -> Frames:
+        return [
+            perturbed(f, reference_id, x[k * n_each : (k + 1) * n_each]) for k, f in enumerate(base)
+        ]
+
+    def residual(x: np.ndarray, base: Frames, level: object) -> np.ndarray:
+        frames = apply(base, x)
+        r = (build(frames, level) @ L).ravel()
+        return r if prior is None else np.concatenate([r, prior(frames)])
+
+    x0 = np.zeros(n_each * len(frames))
+    for iteration in range(noise_iterations + 1):
+        fit = least_squares(residual, x0, method="lm", x_scale="jac", args=(frames, noise))
+        frames = apply(frames, fit.x)
+        if iteration < noise_iterations:
+            noise = update_noise(frames, noise)
+    J = approx_fprime(x0, residual, 1e-7, frames, noise)
+    return frames, noise, J.T @ J
+
+
+def refine_grasps(
+    moments: StackedMoments,
+    reference_id: str,
+    initial: Mapping[str, np.ndarray] | None = None,
+    noise: Mapping[str, tuple[float, float]] | None = None,
+    noise_iterations: int = 3,
+) -> GraspKinematics:
+    """Joint maximum-likelihood T_s_i of all robots from twist moments (latent V_s).
+
+    Starts from ``initial`` (default: the paper's pairwise solutions). ``noise`` gives
+    per-robot (angular, linear) twist noise stds, re-estimated ``noise_iterations`` times.
+    """
+    ids = moments.robot_ids
+    _check_reference(ids, reference_id)
+    T = dict(initial) if initial is not None else pairwise_grasps(moments, reference_id)
+
+    def build(frames: Frames, level: dict) -> np.ndarray:
+        return residual_map(stacked_adjoint(frames[0], ids), noise_precision(level, ids))
+
+    def update(frames: Frames, level: dict) -> dict:
+        return _twist_noise(build(frames, level), moments, level)
+
+    (T,), noise, information = _fit_frames(
+        moments,
+        reference_id,
+        [T],
+        build,
+        dict(noise) if noise is not None else {r: (1.0, 1.0) for r in ids},
+        update,
+        noise_iterations,
+    )
+    covariance = np.linalg.pinv(information)
+    return GraspKinematics(
+        reference_id, T, covariance, "twists", information, moments.samples, noise
+    )
+
+
+def initial_homes(
+    moments: StackedMoments, reference_id: str, T_s_i: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """T_s0_i0 that best fits the pose moments given T_s_i (linear, for a starting point).
+
+    R_Y maximizes sum_k tr(R_Y^T R_s,k R_X R_i,k^T); p_Y = mean(R_s p_X + p_s - R_Y p_i).
+    """
+    ids = moments.robot_ids
+    first = moments.S[-1, :-1] / max(moments.weight, 1e-300)  # mean of each pose entry
+    s = 12 * ids.index(reference_id)
+    out = {}
+    for r in ids:
+        i = 12 * ids.index(r)
+        R_X, p_X = T_s_i[r][:3, :3], T_s_i[r][:3, 3]
+        cross = moments.S[s : s + 9, i : i + 9].reshape(3, 3, 3, 3)  # [a, c, b, d]
+        R_Y = _procrustes(np.einsum("acbd,cd->ab", cross, R_X))
+        mean_R_s = first[s : s + 9].reshape(3, 3)
+        p_Y = mean_R_s @ p_X + first[s + 9 : s + 12] - R_Y @ first[i + 9 : i + 12]
+        out[r] = np.eye(4) if r == reference_id else sp.transform(R_Y, p_Y)
+    return out
+
+
+def refine_grasps_from_poses(
+    moments: StackedMoments,
+    reference_id: str,
+    initial: GraspKinematics,
+    noise: tuple[float, float] | None = None,
+    noise_iterations: int = 2,
+    homes: Mapping[str, np.ndarray] | None = None,
+    gravity: Mapping[str, HomeGravity] | None = None,
+) -> GraspKinematics:
+    """Joint first-order maximum-likelihood T_s_i from pose moments (``pose_constraints``).
+
+    Needs fixed home frames {i0} (paper 000's stationary bases); the home frames T_s0_i0
+    are fitted too and returned. ``initial`` is a twist fit (its twist noise is kept);
+    ``noise`` is the team's (angle [rad], position [m]) pose noise, re-estimated.
+    ``gravity``: each robot's gravity direction in its home frame. Gravity is one vector
+    for the whole team, so R_s0_i0 g_i0 = g_s0: this fixes the relative tilt of the home
+    frames, and with it the tilt part of every R_s_i, to the accuracy of the directions.
+    """
+    ids = moments.robot_ids
+    _check_reference(ids, reference_id)
+    R_bar = mean_rotations(moments)
+    homes = dict(homes or initial_homes(moments, reference_id, initial.T_s_i))
+
+    def build(frames: Frames, level: tuple) -> np.ndarray:
+        M = pose_constraints(frames[0], frames[1], R_bar, ids, reference_id)
+        return gls_residual_map(M, pose_noise_covariance(R_bar, ids, *level))
+
+    def update(frames: Frames, level: tuple) -> tuple:
+        M = pose_constraints(frames[0], frames[1], R_bar, ids, reference_id)
+        return _pose_noise(M, moments, R_bar)
+
+    def common_gravity(frames: Frames) -> np.ndarray:
+        g_s0 = gravity[reference_id]
+        return np.concatenate(
+            [
+                (frames[1][r][:3, :3] @ gravity[r].direction - g_s0.direction)
+                / np.hypot(gravity[r].direction_std, g_s0.direction_std)
+                for r in others(ids, reference_id)
+            ]
+        )
+
+    start = [dict(initial.T_s_i), homes]
+    level = noise if noise is not None else update(start, None)
+    (T, homes), level, information = _fit_frames(
+        moments,
+        reference_id,
+        start,
+        build,
+        level,
+        update,
+        noise_iterations,
+        common_gravity if gravity else None,
+    )
+    n = 6 * (len(ids) - 1)
+    covariance = np.linalg.pinv(information)[:n, :n]
+    return GraspKinematics(
+        reference_id,
+        T,
+        covariance,
+        "poses",
+        np.linalg.pinv(covariance),
+        moments.samples,
+        initial.twist_noise,
+        level,
+        homes,
+    )
+
+
+def _check_reference(robot_ids: Sequence[str], reference_id: str) -> None:
+    if reference_id not in robot_ids:
+        raise ValueError(f"reference robot {reference_id!r} is not among {tuple(robot_ids)}")
+    if len(robot_ids) < 2:
+        raise ValueError("grasp kinematics needs at least two robots: add a robot")
+
+
+def residual_map_of(
+    kinematics: GraspKinematics, moments: StackedMoments | None = None
+) -> np.ndarray:
+    """The whitened residual map P of a fit (twist rows, or pose rows given pose moments)."""
+    ids = kinematics.robot_ids
+    if kinematics.source == "twists":
+        return residual_map(
+            stacked_adjoint(kinematics.T_s_i, ids), noise_precision(kinematics.twist_noise, ids)
+        )
+    R_bar = mean_rotations(moments)
+    M = pose_constraints(kinematics.T_s_i, kinematics.T_s0_i0, R_bar, ids, kinematics.reference_id)
+    return gls_residual_map(M, pose_noise_covariance(R_bar, ids, *kinematics.pose_noise))
+
+
+def robust_weights(norms: np.ndarray, dof: int, loss: str, scale: float) -> np.ndarray:
+    """IRLS weights of whitened residual norms with ``dof`` degrees of freedom per sample.
+
+    u = norm / sqrt(dof) is about 1 for inliers; Huber: w = min(1, scale / u);
+    Cauchy: w = 1 / (1 + (u / scale)^2); "none": w = 1.
+    """
+    u = np.asarray(norms, dtype=float) / np.sqrt(dof)
+    if loss == "none":
+        return np.ones_like(u)
+    if loss == "huber":
+        return np.minimum(1.0, scale / np.maximum(u, 1e-300))
+    if loss == "cauchy":
+        return 1.0 / (1.0 + (u / scale) ** 2)
+    raise ValueError(f"robust loss {loss!r} is not one of {ROBUST_LOSSES}")
+
+
+def fit_grasps(
+    twists: Mapping[str, np.ndarray],
+    reference_id: str,
+    poses: Mapping[str, np.ndarray] | None = None,
+    gravity: Mapping[str, np.ndarray] | None = None,
+    loss: str = "huber",
+    scale: float = 3.0,
+    robust_iterations: int = 2,
+) -> GraspKinematics:
+    """Batch grasp kinematics: the twist fit, then (if poses are given) the pose fit, each
+    inside robust reweighting passes. Arrays are per robot, sampled at the same instants:
+    twists (Q, 6), poses T_i0_i (Q, 4, 4), gravity g_i (Q, 3) in {i} (used with poses)."""
+    ids = tuple(twists)
+    Z = twist_rows(twists, ids)
+    fit = refine_grasps(StackedMoments.from_rows(ids, Z), reference_id)
+    for _ in range(robust_iterations if loss != "none" else 0):
+        P = residual_map_of(fit)
+        w = robust_weights(np.linalg.norm(Z @ P.T, axis=1), P.shape[0] - 6, loss, scale)
+        fit = refine_grasps(
+            StackedMoments.from_rows(ids, Z, w), reference_id, fit.T_s_i, fit.twist_noise, 1
+        )
+    if poses is None:
+        return fit
+    Y = pose_rows(poses, ids)
+    moments = StackedMoments.from_rows(ids, Y)
+    homes_g = None
+    if gravity is not None:
+        homes_g = {r: HomeGravity.from_samples(poses[r], gravity[r]) for r in ids}
+    fit = refine_grasps_from_poses(moments, reference_id, fit, gravity=homes_g)
+    for _ in range(robust_iterations if loss != "none" else 0):
+        P = residual_map_of(fit, moments)
+        w = robust_weights(np.linalg.norm(Y @ P.T, axis=1), P.shape[0], loss, scale)
+        moments = StackedMoments.from_rows(ids, Y, w)
+        fit = refine_grasps_from_poses(
+            moments, reference_id, fit, fit.pose_noise, 1, fit.T_s0_i0, homes_g
+        )
+    return fit
+
+
+# ----- paper 000: BFGS refinement over all pairs (Sec. III-B, last paragraph) ---------------
+def paper_refinement(
+    moments: StackedMoments, reference_id: str, initial: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Minimize sum over all pairs (i < j) of ||V_i - Ad(T_i_j) V_j||^2 with BFGS.
+
+    Unit weights (the paper gives none), parameters T_s_i only, so every loop closes.
+    """
+    ids = moments.robot_ids
+    pairs = [(a, b) for a in range(len(ids)) for b in range(a + 1, len(ids))]
+
+    def cost(x: np.ndarray) -> float:
+        T = perturbed(initial, reference_id, x)
+        Q = np.zeros((6 * len(pairs), 6 * len(ids)))
+        for k, (a, b) in enumerate(pairs):
+            Q[6 * k : 6 * k + 6, 6 * a : 6 * a + 6] = np.eye(6)
+            Q[6 * k : 6 * k + 6, 6 * b : 6 * b + 6] = -sp.adjoint(sp.inverse(T[ids[a]]) @ T[ids[b]])
+        return float(np.trace(Q @ moments.S @ Q.T)) / max(moments.weight, 1e-300)
+
+    fit = minimize(cost, np.zeros(6 * (len(ids) - 1)), method="BFGS")
+    return perturbed(initial, reference_id, fit.x)

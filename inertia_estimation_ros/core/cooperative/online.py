@@ -1,0 +1,489 @@
+"""Online team estimator: feed synchronized sample sets, read the payload estimate any time.
+
+This is the API the coordinator node uses (paper 000's whole method, made recursive):
+
+    from inertia_estimation_ros.core.cooperative import EstimatorSettings, TeamEstimator
+    estimator = TeamEstimator(["robot_1", "robot_2", "robot_3"], "robot_1", EstimatorSettings())
+    result = estimator.update({rid: grasp_sample, ...})  # one GraspSample per robot, same time
+    if not result.accepted: log(result.reason)            # bad data is counted, never raised
+    estimate = estimator.estimate()                       # TeamEstimate (core.cooperative.estimate)
+
+* ``update`` costs well under 1 ms for N = 3 and keeps constant memory: it only
+  accumulates sufficient statistics (second moments of the stacked twists, poses and twist
+  derivatives, the one-stage wrench tensors, excitation moments and counts). Samples are
+  checked first; a set with NaN/Inf, an unknown or missing robot, a malformed pose, stamps
+  further apart than ``sync_tolerance`` or not after the previous set is rejected with a
+  reason (``UpdateResult.reason``, totals in ``rejection_reasons``).
+* Phases are detected from the signals: a set is "static" when every robot's causally
+  filtered speeds and accelerations stay below the thresholds for ``static_min_duration``,
+  "moving" when the angular speed exceeds ``moving_angular_speed``, else "transition".
+  Static sets use V = dV = 0 in the regressor (no differentiation noise); moving sets feed
+  the grasp kinematics; every set feeds the pose fit and the one-stage wrench fit.
+* ``estimate()`` solves from the statistics when new data arrived since the last solve
+  (warm-started; tens to a few hundred ms), else returns the cached estimate.
+  ``estimate_now()`` forces a full solve from scratch. Call them from a timer, not per sample.
+* ``freeze()`` stops accumulation (stage FROZEN, estimate kept); ``unfreeze()`` resumes;
+  ``reset()`` forgets everything.
+* Robust loss: each set's kinematic residual (with the latest fit) sets its weight
+  (Huber or Cauchy); the covariances are inflated for residual autocorrelation.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..regressor import body_regressor
+from ..samples import GraspSample
+from ..signals import CausalLowpass
+from .correlated_noise import ResidualCorrelation
+from .dynamics import ParameterFit, WrenchMoments, consensus_covariance, fit_parameters
+from .estimate import Evidence, Stage, TeamEstimate, assemble_estimate
+from .grasp_kinematics import (
+    GraspKinematics,
+    HomeGravity,
+    StackedMoments,
+    consensus_map,
+    consensus_noise,
+    noise_precision,
+    refine_grasps,
+    refine_grasps_from_poses,
+    residual_map_of,
+    robust_weights,
+    stacked_adjoint,
+)
+from .settings import EstimatorSettings
+
+PHASES = ("static", "moving", "transition")
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    """Outcome of one ``update``: accepted or the reason it was not; the detected phase."""
+
+    accepted: bool
+    reason: str = ""
+    phase: str = ""
+
+
+class _PhaseDetector:
+    """Static / moving / transition from every robot's causally filtered speed norms."""
+
+    def __init__(self, settings: EstimatorSettings) -> None:
+        self.settings = settings
+        self.lowpass = CausalLowpass(settings.sample_rate_hz, settings.detection_cutoff_hz)
+        self.limits = np.array(
+            [
+                settings.static_angular_speed,
+                settings.static_linear_speed,
+                settings.static_angular_acceleration,
+                settings.static_linear_acceleration,
+            ]
+        )
+        self.needed = max(int(round(settings.static_min_duration * settings.sample_rate_hz)), 1)
+        self.still = 0
+
+    def __call__(self, V: np.ndarray, dV: np.ndarray) -> str:
+        parts = np.concatenate([V, dV], axis=1).reshape(len(V), 4, 3)
+        norms = np.sqrt(np.einsum("rkj,rkj->rk", parts, parts))  # (omega, v, alpha, a) per robot
+        speeds = np.abs(self.lowpass(norms)).max(axis=0)
+        self.still = self.still + 1 if np.all(speeds < self.limits) else 0
+        if self.still >= self.needed:
+            return "static"
+        if speeds[0] > self.settings.moving_angular_speed:
+            return "moving"
+        return "transition"
+
+
+class TeamEstimator:
+    """Recursive (information-form) estimator of grasps, mass, CoM and inertia of one payload."""
+
+    def __init__(
+        self,
+        robot_ids: Sequence[str],
+        reference_id: str,
+        settings: EstimatorSettings | None = None,
+    ) -> None:
+        ids = tuple(robot_ids)
+        if len(ids) < 2 or len(set(ids)) != len(ids) or not all(isinstance(r, str) for r in ids):
+            raise ValueError("robot_ids must be at least two distinct strings: add a robot")
+        if reference_id not in ids:
+            raise ValueError(f"reference robot {reference_id!r} is not in robot_ids {ids}")
+        self.robot_ids = ids
+        self.reference_id = reference_id
+        self.settings = settings or EstimatorSettings()
+        self._s = ids.index(reference_id)
+        self.reset()
+
+    # ----- life cycle ---------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget all data and estimates."""
+        n, settings = len(self.robot_ids), self.settings
+        self._twists = StackedMoments.empty(self.robot_ids, 6 * n)
+        self._dtwists = StackedMoments.empty(self.robot_ids, 6 * n)
+        self._poses = StackedMoments.empty(self.robot_ids, 12 * n + 1)
+        self._gravity = {
+            r: HomeGravity.empty(settings.gravity_direction_floor) for r in self.robot_ids
+        }
+        self._wrenches: dict[str, WrenchMoments] = {}
+        self._omega = np.zeros((3, 3))
+        self._alpha = np.zeros((3, 3))
+        self._tilts = np.zeros((3, 3))
+        self._counts = Counter()
+        self.rejection_reasons: Counter = Counter()
+        self._detector = _PhaseDetector(settings)
+        cutoff = settings.input_cutoff_hz
+        self._input_filter = CausalLowpass(settings.sample_rate_hz, cutoff) if cutoff else None
+        self._kinematic_correlation = ResidualCorrelation(settings.residual_correlation_lags)
+        self._wrench_correlation = ResidualCorrelation(settings.residual_correlation_lags)
+        self._kinematics: GraspKinematics | None = None
+        self._fit = None
+        self._maps: dict[str, np.ndarray] = {}
+        self._no_force: set[str] = set()
+        self._last_stamp = -np.inf
+        self._dirty = True
+        self._frozen = False
+        self._estimate: TeamEstimate | None = None
+
+    def freeze(self) -> None:
+        """Stop accumulating; the estimate stays as it is, with stage FROZEN."""
+        self._frozen = True
+
+    def unfreeze(self) -> None:
+        self._frozen = False
+        self._dirty = True
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
+
+    # ----- input ----------------------------------------------------------------------------------
+    def _reject(self, reason: str) -> UpdateResult:
+        self.rejection_reasons[reason.split(":")[0]] += 1
+        self._counts["rejected"] += 1
+        return UpdateResult(False, reason, "rejected")
+
+    def _check(self, samples: Mapping[str, GraspSample]) -> str:
+        unknown = sorted(set(samples) - set(self.robot_ids))
+        if unknown:
+            return f"unknown robot: {unknown}"
+        missing = [r for r in self.robot_ids if r not in samples]
+        if missing:
+            return f"missing robot: {missing} (feed one synchronized sample per robot)"
+        if not _all_plausible(list(samples.values())):
+            for rid, sample in samples.items():
+                problem = _sample_problem(sample)
+                if problem:
+                    return f"bad sample: {rid} {problem}"
+        stamps = np.array([s.stamp for s in samples.values()], dtype=float)
+        if not np.all(np.isfinite(stamps)):
+            return "bad stamp: not finite"
+        if stamps.max() - stamps.min() > self.settings.sync_tolerance:
+            return (
+                f"unsynchronized stamps: spread {stamps.max() - stamps.min():.4g} s exceeds "
+                f"sync_tolerance (align clocks with core.cooperative.clock)"
+            )
+        if stamps[self._s] <= self._last_stamp:
+            return "non-monotonic stamp: not after the previous set"
+        return ""
+
+    def update(self, samples: Mapping[str, GraspSample] | Iterable[GraspSample]) -> UpdateResult:
+        """Accumulate one synchronized set (a GraspSample per robot). Never raises for bad data."""
+        if not isinstance(samples, Mapping):
+            samples = list(samples)
+            if len({s.robot_id for s in samples}) != len(samples):
+                return self._reject("duplicate robot: one sample per robot")
+            samples = {s.robot_id: s for s in samples}
+        if self._frozen:
+            return UpdateResult(False, "frozen: estimation is frozen", "frozen")
+        try:
+            reason = self._check(samples)
+        except (AttributeError, TypeError, ValueError) as error:
+            reason = f"bad sample: {error}"
+        if reason:
+            return self._reject(reason)
+        self._last_stamp = samples[self.reference_id].stamp
+        phase = self._accumulate([samples[r] for r in self.robot_ids])
+        self._dirty = True
+        return UpdateResult(True, "", phase)
+
+    def _signals(self, samples: list[GraspSample]) -> tuple:
+        V = np.array([s.V_i for s in samples], dtype=float)
+        dV = np.array([s.dV_i for s in samples], dtype=float)
+        F = np.nan_to_num(np.array([s.F_i for s in samples], dtype=float), nan=0.0)
+        F[:, :3] *= np.array([[s.has_torque] for s in samples], dtype=float)
+        has_g = np.array([s.g_i is not None for s in samples])
+        g = np.stack([s.g_i if s.g_i is not None else np.zeros(3) for s in samples]).astype(float)
+        if self._input_filter is not None:
+            packed = self._input_filter(np.concatenate([V, dV, F, g], axis=1))
+            V, dV, F, g = packed[:, :6], packed[:, 6:12], packed[:, 12:18], packed[:, 18:]
+        return V, dV, F, g, has_g
+
+    def _accumulate(self, samples: list[GraspSample]) -> str:
+        V, dV, F, g, has_g = self._signals(samples)
+        T = np.stack([s.T_i0_i for s in samples])
+        phase = self._detector(V, dV)
+        z = V.ravel()
+        y = np.concatenate([np.concatenate([Ti[:3, :3].ravel(), Ti[:3, 3]]) for Ti in T] + [[1.0]])
+        if phase == "moving":
+            self._twists.add(z, self._kinematic_weight("twists", z))
+            self._dtwists.add(dV.ravel())
+            self._omega += np.outer(V[self._s, :3], V[self._s, :3])
+            self._alpha += np.outer(dV[self._s, :3], dV[self._s, :3])
+            self._counts["kinematics"] += 1
+        self._poses.add(y, self._kinematic_weight("poses", y))
+        for k, rid in enumerate(self.robot_ids):
+            if has_g[k]:
+                self._gravity[rid].add(T[k], g[k])
+        self._no_force = {s.robot_id for s in samples if not s.has_force} | self._no_force
+        if not self._no_force and has_g.any():
+            self._add_wrench(phase, V, dV, F, g, has_g, samples)
+        return phase
+
+    def _kinematic_weight(self, kind: str, x: np.ndarray) -> float:
+        """Robust weight of a twist or pose row from its residual with the latest fit."""
+        P = self._maps.get(kind)
+        if P is None:
+            return 1.0
+        r = P @ x
+        if kind == self.settings.kinematics_source:
+            self._kinematic_correlation.add(r)
+        dof = P.shape[0] - (6 if kind == "twists" else 0)
+        loss, scale = self.settings.robust_loss, self.settings.robust_scale
+        return float(robust_weights(np.array([np.linalg.norm(r)]), dof, loss, scale)[0])
+
+    def _payload_motion(
+        self, V: np.ndarray, dV: np.ndarray, g: np.ndarray, has_g: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """V_s, dV_s, g_s: consensus with the latest grasps, else the reference robot's own."""
+        C = self._maps.get("consensus")
+        if C is None:
+            g_s = g[self._s] if has_g[self._s] else None
+            return V[self._s], dV[self._s], g_s
+        R = self._maps["R_s_i"]
+        g_s = np.einsum("kij,kj->i", R[has_g], g[has_g]) / has_g.sum()
+        return C @ V.ravel(), C @ dV.ravel(), g_s
+
+    def _add_wrench(
+        self,
+        phase: str,
+        V: np.ndarray,
+        dV: np.ndarray,
+        F: np.ndarray,
+        g: np.ndarray,
+        has_g: np.ndarray,
+        samples: list[GraspSample],
+    ) -> None:
+        V_s, dV_s, g_s = self._payload_motion(V, dV, g, has_g)
+        if g_s is None:
+            return
+        group = "static" if phase == "static" else "dynamic"
+        if group not in self._wrenches:
+            torque = [s.has_torque for s in samples]
+            self._wrenches[group] = WrenchMoments.empty(self.robot_ids, torque)
+        if group == "static":
+            Y = body_regressor(np.zeros(6), np.zeros(6), g_s)
+            self._tilts += np.outer(g_s, g_s) / (g_s @ g_s)
+            self._counts["static"] += 1
+        else:
+            Y = body_regressor(V_s, dV_s, g_s)
+            self._counts["dynamic"] += 1
+        self._wrenches[group].add(Y, F)
+        if "wrench_maps" in self._maps:
+            r = np.einsum("iab,ib->a", self._maps["wrench_maps"], F) - Y @ self._fit.theta
+            self._wrench_correlation.add(self._maps["wrench_whitener"] @ r)
+
+    # ----- output -------------------------------------------------------------------------------
+    def estimate(self) -> TeamEstimate:
+        """The current estimate; solves (warm-started) only if data arrived since the last one."""
+        if self._estimate is not None and (self._frozen or not self._dirty):
+            return self._stamped(self._estimate)
+        return self._solve(full=False)
+
+    def estimate_now(self) -> TeamEstimate:
+        """Force a full solve from scratch now (also while frozen)."""
+        return self._solve(full=True)
+
+    def _stamped(self, estimate: TeamEstimate) -> TeamEstimate:
+        stage = Stage.FROZEN if self._frozen else estimate.stage
+        rejected = self._counts["rejected"]
+        return replace(estimate, stage=stage, samples_rejected=rejected)
+
+    def _solve(self, full: bool) -> TeamEstimate:
+        notes = []
+        try:
+            self._kinematics = self._solve_kinematics(full)
+        except (np.linalg.LinAlgError, ValueError) as error:
+            self._kinematics = None
+            notes.append(f"grasp kinematics failed ({error}): move the payload about more axes")
+        self._fit = None
+        if self._kinematics is not None and self._wrenches:
+            self._fit = self._solve_parameters()
+        if self._no_force:
+            notes.append(
+                f"{sorted(self._no_force)} report no force: mass and inertia need every robot's "
+                "wrench"
+            )
+        if self._poses.samples and not any(h.count for h in self._gravity.values()):
+            notes.append("no robot reports gravity: mass and CoM need the gravity direction")
+        self._cache_maps()
+        evidence = Evidence(
+            robot_ids=self.robot_ids,
+            reference_id=self.reference_id,
+            stamp=float(self._last_stamp) if np.isfinite(self._last_stamp) else 0.0,
+            kinematics=self._kinematics,
+            fit=self._fit,
+            static_information=self._group_information("static"),
+            dynamic_information=self._group_information("dynamic"),
+            omega_moment=self._omega,
+            alpha_moment=self._alpha,
+            gravity_moment=self._tilts,
+            samples_kinematics=self._counts["kinematics"],
+            samples_static=self._counts["static"],
+            samples_dynamic=self._counts["dynamic"],
+            samples_rejected=self._counts["rejected"],
+            residual_rms_angular_velocity=self._angular_residual_rms(),
+            notes=tuple(notes),
+            frozen=self._frozen,
+        )
+        self._estimate = assemble_estimate(evidence, self.settings)
+        self._dirty = False
+        return self._estimate
+
+    def _solve_kinematics(self, full: bool) -> GraspKinematics | None:
+        if self._twists.samples < self.settings.min_kinematics_samples:
+            return None
+        last = None if full else self._kinematics
+        twist_fit = refine_grasps(
+            self._twists,
+            self.reference_id,
+            last.T_s_i if last else None,
+            last.twist_noise if last else None,
+            1 if last else 3,
+        )
+        inflation = self._kinematic_correlation.inflation()
+        if self.settings.kinematics_source == "twists":
+            return twist_fit.inflated(inflation)
+        gravity = self._gravity if all(h.count for h in self._gravity.values()) else None
+        fit = refine_grasps_from_poses(
+            self._poses,
+            self.reference_id,
+            twist_fit,
+            last.pose_noise if last and last.pose_noise else None,
+            1 if last else 2,
+            last.T_s0_i0 if last and last.T_s0_i0 else None,
+            gravity,
+        )
+        return fit.inflated(inflation)
+
+    def _solve_parameters(self) -> ParameterFit:
+        kin = self._kinematics
+        if "dynamic" in self._wrenches and self._dtwists.samples > 0:
+            noise = consensus_noise(self._dtwists, kin.T_s_i)
+            self._wrenches["dynamic"].dV_covariance = consensus_covariance(kin.T_s_i, noise)
+        return fit_parameters(
+            self._wrenches,
+            kin.T_s_i,
+            self.reference_id,
+            kin.covariance,
+            self._wrench_correlation.inflation(),
+        )
+
+    def _group_information(self, group: str) -> np.ndarray:
+        if self._fit is None or group not in self._wrenches:
+            return np.zeros((10, 10))
+        return self._fit.group_information.get(group, np.zeros((10, 10)))
+
+    def _angular_residual_rms(self) -> float:
+        kin = self._kinematics
+        if kin is None or self._twists.weight == 0:
+            return 0.0
+        ids = self.robot_ids
+        A = stacked_adjoint(kin.T_s_i, ids)
+        M = np.eye(6 * len(ids)) - A @ consensus_map(A, noise_precision(kin.twist_noise, ids))
+        power = np.einsum("ij,jk,ik->i", M, self._twists.S, M).reshape(-1, 2, 3)[:, 0].sum()
+        return float(np.sqrt(max(power, 0.0) / (3 * len(ids) * self._twists.weight)))
+
+    def _cache_maps(self) -> None:
+        """Maps used per sample until the next solve: robust weights, consensus, residuals."""
+        self._maps = {}
+        kin = self._kinematics
+        if kin is None:
+            return
+        ids = self.robot_ids
+        self._maps["twists"] = residual_map_of(replace(kin, source="twists"))
+        if kin.source == "poses":
+            self._maps["poses"] = residual_map_of(kin, self._poses)
+        A = stacked_adjoint(kin.T_s_i, ids)
+        self._maps["consensus"] = consensus_map(A, noise_precision(kin.twist_noise, ids))
+        self._maps["R_s_i"] = np.stack([kin.T_s_i[r][:3, :3] for r in ids])
+        if self._fit is not None:
+            group = self._wrenches.get("dynamic") or self._wrenches["static"]
+            M = group.wrench_maps(kin.T_s_i)
+            key = "dynamic" if "dynamic" in self._wrenches else "static"
+            A_f, A_m = group.noise_structure(kin.T_s_i)
+            sigma_f, sigma_m = self._fit.noise[key]
+            C = sigma_f**2 * A_f + sigma_m**2 * A_m
+            self._maps["wrench_maps"] = M
+            self._maps["wrench_whitener"] = np.linalg.inv(
+                np.linalg.cholesky(C + 1e-12 * np.trace(C) * np.eye(6))
+            )
+
+
+def _all_plausible(samples: list[GraspSample]) -> bool:
+    """Fast check of a whole set; ``_sample_problem`` says what is wrong when this fails."""
+    try:
+        T = np.array([s.T_i0_i for s in samples], dtype=float)
+        V = np.array([(s.V_i, s.dV_i) for s in samples], dtype=float).reshape(len(samples), -1)
+        F = np.array([s.F_i for s in samples], dtype=float)
+        g = [s.g_i for s in samples if s.g_i is not None]
+        stamps = np.array([s.stamp for s in samples], dtype=float)
+    except (TypeError, ValueError):
+        return False
+    if T.shape[1:] != (4, 4) or V.shape[1:] != (12,) or F.shape[1:] != (6,):
+        return False
+    flags = np.array([(s.has_torque, s.has_force) for s in samples])
+    needed = np.repeat(flags, 3, axis=1)
+    finite = np.isfinite(T).all() and np.isfinite(V).all() and np.isfinite(stamps).all()
+    if not finite or not np.isfinite(F[needed]).all():
+        return False
+    R = T[:, :3, :3]
+    orthonormal = np.abs(np.einsum("kji,kjl->kil", R, R) - np.eye(3)).max() < 1e-6
+    if not orthonormal or np.any(np.linalg.det(R) < 0):
+        return False
+    if g:
+        g = np.array(g, dtype=float)
+        if g.shape[1:] != (3,) or not np.isfinite(g).all() or np.any(np.abs(g).sum(1) < 1e-6):
+            return False
+    return True
+
+
+def _sample_problem(sample: GraspSample) -> str:
+    """Why a sample cannot be used, or ''."""
+    T = np.asarray(sample.T_i0_i, dtype=float)
+    if T.shape != (4, 4) or not np.all(np.isfinite(T)):
+        return "pose is missing or not finite"
+    R = T[:3, :3]
+    if not np.allclose(R.T @ R, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
+        return "pose rotation is not a rotation matrix"
+    if np.asarray(sample.V_i).shape != (6,) or not np.all(np.isfinite(sample.V_i)):
+        return "twist is missing or not finite"
+    if np.asarray(sample.dV_i).shape != (6,) or not np.all(np.isfinite(sample.dV_i)):
+        return "twist derivative is missing or not finite"
+    F = np.asarray(sample.F_i, dtype=float)
+    if F.shape != (6,):
+        return "wrench is not a 6-vector"
+    if sample.has_force and not np.all(np.isfinite(F[3:])):
+        return "force is not finite"
+    if sample.has_torque and not np.all(np.isfinite(F[:3])):
+        return "torque is not finite"
+    if sample.g_i is not None:
+        g = np.asarray(sample.g_i, dtype=float)
+        if g.shape != (3,) or not np.all(np.isfinite(g)) or np.linalg.norm(g) < 1e-6:
+            return "gravity is not a finite nonzero 3-vector"
+    if not np.isfinite(sample.stamp):
+        return "stamp is not finite"
+    return ""

@@ -375,3 +375,42 @@ class SimulationResult:
 
     def iter_phases(self, program: str) -> Iterator[Phase]:
         return (p for p in self.phases if p.program == program)
+
+    def segments(self, label: str, truth: bool = False) -> list[dict[str, GraspSeries]]:
+        """Every contiguous stretch of samples labelled ``label`` (e.g. each static hold), as
+        one dict of GraspSeries per stretch: measured (default) or noise-free (``truth``)."""
+        labels = self.ground_truth.grasps[self.ground_truth.reference_robot].meta["phase"]
+        times = self.ground_truth.grasps[self.ground_truth.reference_robot].t
+        inside = np.flatnonzero(labels == label)
+        runs = np.split(inside, np.flatnonzero(np.diff(inside) > 1) + 1) if len(inside) else []
+        out = []
+        for run in runs:
+            start, end = times[run[0]], times[run[-1]]
+            stretch = {}
+            for rid, record in self.robots.items():
+                series = self.ground_truth.grasps[rid] if truth else record.grasp
+                when = series.t if truth else series.meta["time"]
+                stretch[rid] = series_slice(series, (when >= start) & (when <= end))
+            out.append(stretch)
+        return out
+
+
+def series_slice(series: GraspSeries, keep: np.ndarray) -> GraspSeries:
+    """The samples ``keep`` (mask or indices) of a GraspSeries, per-sample metadata included."""
+    n = len(series.t)
+    meta = {
+        k: v[keep] if isinstance(v, np.ndarray) and len(v) == n else v
+        for k, v in series.meta.items()
+    }
+    return GraspSeries(
+        robot_id=series.robot_id,
+        t=series.t[keep],
+        T_i0_i=series.T_i0_i[keep],
+        V_i=series.V_i[keep],
+        dV_i=series.dV_i[keep],
+        F_i=series.F_i[keep],
+        g_i=None if series.g_i is None else series.g_i[keep],
+        has_force=series.has_force,
+        has_torque=series.has_torque,
+        meta=meta,
+    )

@@ -340,3 +340,15 @@ def test_phases_cover_the_run(wrists):
         assert a.end == pytest.approx(b.start)
     labels = set(wrists.ground_truth.grasps["robot_1"].meta["phase"])
     assert labels == {"settle", "human_guided", "transition", "static", "scripted"}
+
+
+def test_segments_are_the_contiguous_stretches_of_a_label(gimbals):
+    holds = gimbals.segments("static")
+    assert len(holds) == 2  # the scenario holds two orientations
+    for hold in holds:
+        for rid, series in hold.items():
+            assert set(series.meta["phase"]) == {"static"}
+            assert len(series.t) == len(series.V_i) == len(series.meta["time"]) > 100
+            assert series.robot_id == rid and not series.has_torque
+    truth = gimbals.segments("static", truth=True)
+    np.testing.assert_array_equal(truth[0]["robot_2"].t, holds[0]["robot_2"].meta["time"])

@@ -63,6 +63,26 @@ class GraspSeries:
             has_torque=self.has_torque,
         )
 
+    def select(self, keep: np.ndarray) -> GraspSeries:
+        """The samples ``keep`` (boolean mask or indices), per-sample ``meta`` arrays included."""
+        n = len(self.t)
+        meta = {
+            k: v[keep] if isinstance(v, np.ndarray) and len(v) == n else v
+            for k, v in self.meta.items()
+        }
+        return GraspSeries(
+            robot_id=self.robot_id,
+            t=self.t[keep],
+            T_i0_i=self.T_i0_i[keep],
+            V_i=self.V_i[keep],
+            dV_i=self.dV_i[keep],
+            F_i=self.F_i[keep],
+            g_i=None if self.g_i is None else self.g_i[keep],
+            has_force=self.has_force,
+            has_torque=self.has_torque,
+            meta=meta,
+        )
+
     @classmethod
     def from_samples(cls, samples: list[GraspSample]) -> GraspSeries:
         """Stack samples of one robot (in the given order)."""

@@ -726,13 +726,31 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     )
 
 
-def _kinematics(kin: RobotKinematics, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> tuple:
-    """Grasp pose, body twist and its derivative (Q, ...) by Pinocchio on the robot's URDF."""
-    out = [kin.evaluate(*x) for x in zip(q, dq, ddq, strict=True)]
-    return (
-        np.array([o.T_i0_i for o in out]),
-        np.array([o.V_i for o in out]),
-        np.array([o.dV_i for o in out]),
+def _grasp_series(
+    kin: RobotKinematics,
+    robot_id: str,
+    t: np.ndarray,
+    joints: tuple[np.ndarray, np.ndarray, np.ndarray],
+    F_i: np.ndarray,
+    g_i0: np.ndarray,
+    has_torque: bool,
+    meta: dict,
+) -> GraspSeries:
+    """Grasp pose, body twist and its derivative at joint states (q, dq, ddq), by Pinocchio on
+    the robot's URDF, with the wrench F_i and gravity g_i0 (in {i0}) turned into {i}."""
+    out = [kin.evaluate(*x) for x in zip(*joints, strict=True)]
+    T = np.array([o.T_i0_i for o in out])
+    return GraspSeries(
+        robot_id=robot_id,
+        t=t,
+        T_i0_i=T,
+        V_i=np.array([o.V_i for o in out]),
+        dV_i=np.array([o.dV_i for o in out]),
+        F_i=F_i,
+        g_i=np.einsum("kji,j->ki", T[:, :3, :3], g_i0),
+        has_force=True,
+        has_torque=has_torque,
+        meta=meta,
     )
 
 
@@ -760,18 +778,8 @@ def _robot_output(
     g_i0 = R_w_i0.T @ np.asarray(scenario.physics.gravity)
     kin.model.gravity.linear = g_i0
 
-    T, V, dV = _kinematics(kin, q, dq, ddq)
-    truth = GraspSeries(
-        robot_id=rid,
-        t=t,
-        T_i0_i=T,
-        V_i=V,
-        dV_i=dV,
-        F_i=ft,
-        g_i=np.einsum("kji,j->ki", T[:, :3, :3], g_i0),
-        has_force=True,
-        has_torque=True,
-        meta={"phase": labels, "phase_index": phase_index},
+    truth = _grasp_series(
+        kin, rid, t, (q, dq, ddq), ft, g_i0, True, {"phase": labels, "phase_index": phase_index}
     )
 
     sensors = RobotSensors(robot.sensors, LINEAR, seed, index)
@@ -798,19 +806,8 @@ def _robot_output(
     if not has_torque:
         F_m = F_m.copy()
         F_m[:, :3] = np.nan
-    T_m, V_m, dV_m = _kinematics(kin, q_m, dq_m, ddq_m)
-    measured = GraspSeries(
-        robot_id=rid,
-        t=stamp,
-        T_i0_i=T_m,
-        V_i=V_m,
-        dV_i=dV_m,
-        F_i=F_m,
-        g_i=np.einsum("kji,j->ki", T_m[:, :3, :3], g_i0),
-        has_force=True,
-        has_torque=has_torque,
-        meta={"phase": labels[kept], "phase_index": phase_index[kept], "time": t_m},
-    )
+    meta = {"phase": labels[kept], "phase_index": phase_index[kept], "time": t_m}
+    measured = _grasp_series(kin, rid, stamp, (q_m, dq_m, ddq_m), F_m, g_i0, has_torque, meta)
     record = RobotRecord(
         robot_id=rid,
         kind=robot.kind,

@@ -390,27 +390,6 @@ class SimulationResult:
             for rid, record in self.robots.items():
                 series = self.ground_truth.grasps[rid] if truth else record.grasp
                 when = series.t if truth else series.meta["time"]
-                stretch[rid] = series_slice(series, (when >= start) & (when <= end))
+                stretch[rid] = series.select((when >= start) & (when <= end))
             out.append(stretch)
         return out
-
-
-def series_slice(series: GraspSeries, keep: np.ndarray) -> GraspSeries:
-    """The samples ``keep`` (mask or indices) of a GraspSeries, per-sample metadata included."""
-    n = len(series.t)
-    meta = {
-        k: v[keep] if isinstance(v, np.ndarray) and len(v) == n else v
-        for k, v in series.meta.items()
-    }
-    return GraspSeries(
-        robot_id=series.robot_id,
-        t=series.t[keep],
-        T_i0_i=series.T_i0_i[keep],
-        V_i=series.V_i[keep],
-        dV_i=series.dV_i[keep],
-        F_i=series.F_i[keep],
-        g_i=None if series.g_i is None else series.g_i[keep],
-        has_force=series.has_force,
-        has_torque=series.has_torque,
-        meta=meta,
-    )

@@ -11,6 +11,7 @@ compliance, 1e-3 of the wrench scale while moving and 1e-5 in static holds.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import mujoco
@@ -21,6 +22,7 @@ import yaml
 
 from inertia_estimation_ros.core.regressor import body_regressor
 from inertia_estimation_ros.core.spatial import adjoint, inverse, transform
+from inertia_estimation_ros.sim.ground_team import Gains, SimulationError
 from inertia_estimation_ros.sim.ground_truth import (
     body_pose_in_world,
     site_pose_in_body,
@@ -352,3 +354,14 @@ def test_segments_are_the_contiguous_stretches_of_a_label(gimbals):
             assert series.robot_id == rid and not series.has_torque
     truth = gimbals.segments("static", truth=True)
     np.testing.assert_array_equal(truth[0]["robot_2"].t, holds[0]["robot_2"].meta["time"])
+
+
+def test_a_diverging_simulation_is_reported_not_returned():
+    """The validation keeps gains stable; past it, MuJoCo's reset on divergence is an error."""
+    scenario = load_scenario(short("test_three_gimbals.yaml"))
+    reckless = [
+        dataclasses.replace(r, stiff=Gains((5e8, 4e2), r.stiff.rotation)) for r in scenario.robots
+    ]
+    object.__setattr__(scenario, "robots", tuple(reckless))  # bypass the validation
+    with pytest.raises(SimulationError, match="diverged.*lower the gains"):
+        scenario.run()

@@ -105,6 +105,14 @@ def test_registry_knows_ground_team_and_accepts_new_types():
         (["robots", 1, "id"], "robot_1", "unique"),
         (["robots", 0, "grasp"], {"xyz": [0, 0], "rotvec_deg": [0, 0, 0]}, "expected 3 numbers"),
         (["type"], "ground_teams", "unknown; known types"),
+        (["robot_defaults", "stiff"], {"translation": [2e4, 2e3]}, "damping stiff.translation"),
+        (["robot_defaults", "stiff"], {"translation": [1e7, 4e2]}, "stiffness stiff.translation"),
+        (["robot_defaults", "wrist_damping"], 0.2, "wrist_damping = 0.2 is unstable"),
+        (
+            ["excitation"],
+            [{"program": "human_guided", "duration": 1.0, "bandwidth_hz": 50, "damping_ratio": 5}],
+            "bandwidth_hz 50.0 is too high",
+        ),
         (["colour"], "red", "unknown keys \\['colour'\\]"),
     ],
 )

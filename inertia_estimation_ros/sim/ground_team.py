@@ -36,7 +36,14 @@ from scipy.spatial.transform import Rotation
 from ..core.robot_kinematics import RobotKinematics
 from ..core.samples import GraspSeries
 from ..core.spatial import inverse, transform, wrench_to
-from .excitation import PhasePlan, PlanContext, Program, read_program, smoothstep
+from .excitation import (
+    HumanGuided,
+    PhasePlan,
+    PlanContext,
+    Program,
+    read_program,
+    smoothstep,
+)
 from .ground_truth import (
     body_inertial_parameters,
     body_pose_in_parent,
@@ -66,6 +73,10 @@ TEAM_SIZE = (2, 16)
 _ROBOT_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 _WELD_SOLIMP = "0.99 0.999 0.001"
 WARM_UP = 1.0  # [s] of unrecorded settling under the payload's weight; recording starts then
+
+
+class SimulationError(RuntimeError):
+    """The physics diverged; the message says which settings to change."""
 
 
 @dataclass(frozen=True)
@@ -233,6 +244,14 @@ class GroundTeamScenario:
             )
         for robot in self.robots:
             check_rate(robot.sensors.rate_hz, dt, f"{robot.robot_id}.sensors.rate_hz")
+            _check_explicit_damping(robot, dt)
+        for program in self.excitation:
+            guided = isinstance(program, HumanGuided)
+            if guided and 4 * np.pi * program.bandwidth_hz * program.damping_ratio * dt > 1:
+                raise ScenarioError(
+                    f"{self.name}: {program.name} bandwidth_hz {program.bandwidth_hz} is too high "
+                    f"for a {dt} s step (explicit damping): lower it or the timestep"
+                )
         self._check_held()
         for robot, T_w_i0 in self.home_frames().items():
             if abs(T_w_i0[2, 2] - 1.0) > 1e-9:
@@ -401,6 +420,46 @@ class GroundTeamScenario:
             F_human_s=F_human_s,
             gravity_w=np.array(self.physics.gravity),
         )
+
+
+def _check_explicit_damping(robot: RobotSpec, dt: float) -> None:
+    """Semi-implicit Euler treats damping explicitly: dt * damping / inertia must stay below 1
+    (2 is the stability limit) for the lightest body each joint moves, and so must
+    dt * sqrt(stiffness / inertia)."""
+    lightest = {
+        "slide": (robot.link_mass + 3 * robot.wrist_mass, "link_mass"),
+        "wrist": (robot.wrist_inertia, "wrist_inertia"),
+    }
+    dampers = [
+        ("slide", "stiff.translation", robot.stiff.translation[1]),
+        ("slide", "compliant.translation", robot.compliant.translation[1]),
+        ("wrist", "wrist_damping", robot.wrist_damping if robot.kind == "delta_gimbal" else 0.0),
+    ]
+    if robot.kind == "wrist_6dof":
+        dampers += [
+            ("wrist", "stiff.rotation", robot.stiff.rotation[1]),
+            ("wrist", "compliant.rotation", robot.compliant.rotation[1]),
+        ]
+    springs = [
+        ("slide", "stiff.translation", robot.stiff.translation[0]),
+        ("wrist", "stiff.rotation", robot.stiff.rotation[0] if robot.kind == "wrist_6dof" else 0),
+    ]
+    for joint, name, stiffness in springs:
+        inertia, inertia_key = lightest[joint]
+        if dt * np.sqrt(stiffness / inertia) > 1.0:
+            raise ScenarioError(
+                f"{robot.robot_id}: stiffness {name} = {stiffness} is unstable with "
+                f"{inertia_key} {inertia} at a {dt} s step (needs dt * sqrt(k / inertia) < 1): "
+                f"lower it, raise {inertia_key}, or shorten physics.timestep"
+            )
+    for joint, name, damping in dampers:
+        inertia, inertia_key = lightest[joint]
+        if dt * damping / inertia > 1.0:
+            raise ScenarioError(
+                f"{robot.robot_id}: damping {name} = {damping} is unstable with {inertia_key} "
+                f"{inertia} at a {dt} s step (needs dt * damping / inertia < 1): lower the "
+                f"damping, raise {inertia_key}, or shorten physics.timestep"
+            )
 
 
 def _quat_array(R: np.ndarray) -> np.ndarray:
@@ -640,9 +699,8 @@ class _Runner:
             kp = kp_new
             targets = self._human_guide_targets(plan) if plan.guide else None
             start = d.time
-            phases.append(
-                Phase(plan.program, plan.program, start, start + plan.steps * m.opt.timestep)
-            )
+            end = start + plan.steps * m.opt.timestep
+            phases.append(Phase(f"{index + 1}:{plan.program}", plan.program, start, end))
             for k in range(plan.steps):
                 d.ctrl[:] = ctrl[k]
                 if targets is not None:
@@ -663,6 +721,12 @@ class _Runner:
                     progress(step / total)
             d.xfrc_applied[self.payload] = 0.0
         wall = time.perf_counter() - started
+        diverged = d.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number
+        if diverged:
+            raise SimulationError(
+                f"{self.scenario.name}: the simulation diverged {diverged} times (MuJoCo reset "
+                "it): lower the gains or the human-guide bandwidth, or shorten physics.timestep"
+            )
         if progress is not None:
             progress(1.0)
         return self._unpack(log, labels.astype(str), phase_index, every, wall), phases

@@ -9,8 +9,10 @@ import pytest
 from inertia_estimation_ros.core.consistency import (
     ConsistencyError,
     project_to_consistent,
+    pseudo_inertia_of,
     solve_checked,
     theta_of,
+    worst_violation,
 )
 from inertia_estimation_ros.core.inertial import InertialParameters
 
@@ -62,3 +64,25 @@ def test_infeasible_certificate_raises():
     problem = cp.Problem(cp.Minimize(0), [J >> np.eye(4), cp.trace(J) <= 1.0])
     with pytest.raises(ConsistencyError, match="status infeasible"):
         solve_checked(problem, J, margin=1.0)
+
+
+def test_pseudo_inertia_of_is_the_inverse_of_theta_of():
+    body = InertialParameters.from_mass_com_inertia(1.5, [0.2, -0.1, 0.3], np.diag([0.2, 0.3, 0.4]))
+    theta = cp.Parameter(10, value=body.vec)
+    assert np.allclose(pseudo_inertia_of(theta).value, body.pseudo_inertia)
+    assert np.allclose(theta_of(pseudo_inertia_of(theta)).value, body.vec)
+
+
+def test_scs_results_are_rechecked_against_every_constraint():
+    """SCS at default tolerances satisfies a problem's LMIs only to ~1e-5: with a strict
+    ``violation_tol`` the re-check refuses its answer; Clarabel's passes a sane one."""
+    theta_hat = InertialParameters.from_mass_com_inertia(1.0, np.zeros(3), np.diag([1, 1, 3.0])).vec
+    J = cp.Variable((4, 4), symmetric=True)
+    objective = cp.sum_squares(theta_of(J) - theta_hat)
+    extra = [cp.trace(J) <= 2.5]
+    problem = cp.Problem(cp.Minimize(objective), [J >> 1e-3 * np.eye(4), *extra])
+    with pytest.raises(ConsistencyError, match="violated"):
+        solve_checked(problem, J, 0.0, (cp.SCS,), violation_tol=1e-12)
+    value, solver = solve_checked(problem, J, 1e-3, violation_tol=1e-7)
+    assert solver == cp.CLARABEL and np.trace(value) <= 2.5 + 1e-7
+    assert worst_violation(problem) <= 1e-7 * np.abs(np.linalg.eigvalsh(value)).max()

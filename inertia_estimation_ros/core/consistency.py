@@ -21,6 +21,8 @@ import numpy as np
 from .inertial import InertialParameters
 
 SOLVERS = (cp.CLARABEL, cp.SCS)
+# J(e_k) for the unit vectors of theta: J(theta) = sum_k theta_k PSEUDO_INERTIA_BASIS[k].
+PSEUDO_INERTIA_BASIS = np.stack([InertialParameters(e).pseudo_inertia for e in np.eye(10)])
 
 
 class ConsistencyError(RuntimeError):
@@ -52,6 +54,16 @@ def consistency_constraints(J: cp.Expression, margin: float = 0.0) -> list[cp.Co
     return [J >> margin * np.eye(4)]
 
 
+def pseudo_inertia_of(theta: cp.Expression) -> cp.Expression:
+    """J (4x4) as a linear expression of a 10-vector theta, the inverse of ``theta_of``."""
+    return sum(theta[k] * PSEUDO_INERTIA_BASIS[k] for k in range(10))
+
+
+def worst_violation(problem: cp.Problem) -> float:
+    """The largest violation of any constraint of a solved problem, recomputed by cvxpy."""
+    return max((float(np.max(c.violation())) for c in problem.constraints), default=0.0)
+
+
 def default_margin(theta: np.ndarray) -> float:
     """A scale-aware margin: 1e-6 of the largest pseudo-inertia eigenvalue magnitude."""
     J = InertialParameters(theta).pseudo_inertia
@@ -69,12 +81,19 @@ class Projection:
 
 
 def solve_checked(
-    problem: cp.Problem, J: cp.Variable, margin: float, solvers: tuple[str, ...] = SOLVERS
+    problem: cp.Problem,
+    J: cp.Variable,
+    margin: float,
+    solvers: tuple[str, ...] = SOLVERS,
+    *,
+    violation_tol: float | None = None,
 ) -> tuple[np.ndarray, str]:
     """Solve with each solver in turn; return (J value, solver) for the first certified result.
 
     A result counts only if the solver reports success and J's smallest eigenvalue
-    really is at least ``margin`` (minus a tolerance of 1e-9 of J's scale).
+    really is at least ``margin`` (minus a tolerance of 1e-9 of J's scale). With
+    ``violation_tol``, every other constraint of the problem (e.g. shape-realizability
+    LMIs) must also hold to within ``violation_tol`` times J's scale (``worst_violation``).
     """
     failures = []
     for solver in solvers:
@@ -88,9 +107,14 @@ def solve_checked(
             continue
         value = 0.5 * (J.value + J.value.T)
         eig = np.linalg.eigvalsh(value)
-        if eig[0] >= margin - 1e-9 * max(abs(eig[-1]), 1e-12):
-            return value, solver
-        failures.append(f"{solver}: returned min eig(J) {eig[0]:.3e} < margin {margin:.3e}")
+        if eig[0] < margin - 1e-9 * max(abs(eig[-1]), 1e-12):
+            failures.append(f"{solver}: returned min eig(J) {eig[0]:.3e} < margin {margin:.3e}")
+            continue
+        tol = None if violation_tol is None else violation_tol * max(abs(eig[-1]), 1e-12)
+        if tol is not None and (violation := worst_violation(problem)) > tol:
+            failures.append(f"{solver}: a constraint is violated by {violation:.3e}")
+            continue
+        return value, solver
     raise ConsistencyError("; ".join(failures))
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .spatial import skew
+from .spatial import skew, transform
 
 INERTIA_INDEX = {"xx": (0, 0), "xy": (0, 1), "xz": (0, 2), "yy": (1, 1), "yz": (1, 2), "zz": (2, 2)}
 PARAMETER_NAMES = ("m", "hx", "hy", "hz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
@@ -143,10 +143,22 @@ class InertialParameters:
         """Pinocchio's dynamic parameters [m, mc, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]."""
         return self.vec[_PINOCCHIO_ORDER].copy()
 
+    def inertia_about(self, p_b_q: np.ndarray) -> np.ndarray:
+        """Rotational inertia about the point q (given in {b}), {b} axes (paper 003, Eq. 8)."""
+        return self.inertia_about_com + shift_term(self.mass, self.com - np.asarray(p_b_q))
+
     # ----- frames -----------------------------------------------------------
     def transformed(self, T_a_b: np.ndarray) -> InertialParameters:
         """The same body with parameters expressed in {a}, given these are in {b}."""
         return InertialParameters.from_pseudo_inertia(T_a_b @ self.pseudo_inertia @ T_a_b.T)
+
+    def rotated(self, R_a_b: np.ndarray) -> InertialParameters:
+        """The same body in a frame {a} with the same origin, rotated: I_a = R_a_b I_b R_a_b^T."""
+        return self.transformed(transform(R_a_b, np.zeros(3)))
+
+    def __add__(self, other: InertialParameters) -> InertialParameters:
+        """The union of two bodies given in the same frame: mass moments add up."""
+        return InertialParameters(self.vec + other.vec)
 
     # ----- consistency ------------------------------------------------------
     def is_semi_consistent(self, tol: float = 0.0) -> bool:

@@ -1,0 +1,235 @@
+"""identification.shapes: containment, realizability, uniform bodies and grids, against
+analytic cases, the worked cases of the LMI notes (Sec. 6.3) and rigeo 0.2.0."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+import rigeo as rg
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial.transform import Rotation
+
+from inertia_estimation_ros.core import spatial as sp
+from inertia_estimation_ros.core.identification import (
+    Box,
+    ConvexPolyhedron,
+    Cylinder,
+    Ellipsoid,
+    ShapeUnion,
+    outer_shell,
+)
+from inertia_estimation_ros.core.inertial import InertialParameters
+
+R_TILT = Rotation.from_rotvec([0.3, -0.5, 0.8]).as_matrix()
+P_OFFSET = np.array([0.2, -0.1, 0.05])
+SHAPES = {
+    "ellipsoid": Ellipsoid([0.3, 0.2, 0.1], R_TILT, P_OFFSET),
+    "box": Box([0.3, 0.2, 0.1], R_TILT, P_OFFSET),
+    "box-quadratic": Box([0.3, 0.2, 0.1], R_TILT, P_OFFSET, relaxation="quadratic"),
+    "cylinder": Cylinder(0.15, 0.5, R_TILT, P_OFFSET),
+    "polyhedron": ConvexPolyhedron(
+        np.array([[0, 0, 0], [0.4, 0, 0], [0, 0.3, 0], [0, 0, 0.2], [0.3, 0.3, 0.3]]) + P_OFFSET
+    ),
+}
+
+
+def _points_inside(shape, rng, n):
+    lo, hi = shape.aabb()
+    points = rng.uniform(lo, hi, size=(4000, 3))
+    return points[shape.contains(points)][:n]
+
+
+def _rigeo_feasible(constraints_of, params: InertialParameters) -> bool:
+    J = cp.Variable((4, 4), symmetric=True)
+    problem = cp.Problem(cp.Minimize(0), [J == params.pseudo_inertia, *constraints_of(J)])
+    problem.solve(solver=cp.CLARABEL)
+    return problem.status == cp.OPTIMAL
+
+
+# ----- worked cases (LMI notes, Sec. 6.3: Fig. 3 geometry of paper 003) ------------------
+FIG3 = Ellipsoid(np.sqrt([5.0, 2.0, 1.0]))
+
+
+def _fig3_body(com, R=None):
+    R = np.eye(3) if R is None else R
+    Sigma_C = R @ np.diag([0.9, 0.2, 0.2]) @ R.T
+    inertia = np.trace(Sigma_C) * np.eye(3) - Sigma_C  # paper 003, Eq. 16
+    return InertialParameters.from_mass_com_inertia(1.0, com, inertia)
+
+
+@pytest.mark.parametrize(
+    ("com", "R", "trace", "realizable"),
+    [
+        ([0.0, 0.0, 0.0], np.eye(3), 0.52, True),
+        ([1.6, 0.0, 0.0], np.eye(3), 0.008, True),
+        ([1.7, 0.0, 0.0], np.eye(3), -0.058, False),
+        ([0.0, 0.0, 0.0], Rotation.from_rotvec([0, np.pi / 2, 0]).as_matrix(), -0.04, False),
+    ],
+)
+def test_fig3_ellipsoid_cases(com, R, trace, realizable):
+    body = _fig3_body(com, R)
+    assert np.trace(FIG3.Q @ body.pseudo_inertia) == pytest.approx(trace, abs=1e-9)
+    assert FIG3.can_realize(body) is realizable
+    assert FIG3.contains(body.com)  # the CoM LMI (paper 003, Eq. 22) passes in every case
+
+
+def test_com_constraint_is_eq22_and_weaker_than_realizability():
+    """c = (1.7, 0, 0): the CoM is inside S (Eq. 22 feasible), the body does not fit."""
+    body = _fig3_body([1.7, 0.0, 0.0])
+    J = cp.Variable((4, 4), symmetric=True)
+    fixed = [J == body.pseudo_inertia]
+    com = cp.Problem(cp.Minimize(0), fixed + FIG3.com_constraints(J))
+    fits = cp.Problem(cp.Minimize(0), fixed + FIG3.realizability_constraints(J))
+    com.solve(solver=cp.CLARABEL)
+    fits.solve(solver=cp.CLARABEL)
+    assert com.status == cp.OPTIMAL and fits.status == cp.INFEASIBLE
+
+
+# ----- property tests: point masses inside a shape are realizable on it -----------------
+@pytest.mark.parametrize("name", sorted(SHAPES))
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 12))
+def test_point_masses_inside_are_realizable(name, seed, n):
+    shape = SHAPES[name]
+    rng = np.random.default_rng(seed)
+    points = _points_inside(shape, rng, n)
+    body = InertialParameters.from_point_masses(rng.uniform(0.1, 2.0, len(points)), points)
+    assert shape.realizability_margin(body) >= -1e-5 * body.mass
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_dumbbell_longer_than_the_shape_is_rejected(name):
+    """Two equal masses 1.2 x beyond the extent along the longest direction: CoM inside,
+    spread too large; a J-only check cannot see it."""
+    shape = SHAPES[name]
+    lo, hi = shape.aabb()
+    centre = shape.uniform_density_params(1.0).com
+    direction = np.eye(3)[np.argmax(hi - lo)]
+    reach = 1.2 * np.max(hi - lo)
+    body = InertialParameters.from_point_masses(
+        [0.5, 0.5], [centre + reach * direction, centre - reach * direction]
+    )
+    assert shape.contains(body.com)
+    assert not shape.can_realize(body)
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_uniform_body_is_realizable_and_matches_a_dense_grid(name):
+    shape = SHAPES[name]
+    uniform = shape.uniform_density_params(2.0)
+    assert shape.can_realize(uniform)
+    grid = shape.grid(0.01)
+    dense = InertialParameters.from_point_masses(np.full(len(grid), 2.0 / len(grid)), grid)
+    assert np.allclose(dense.com, uniform.com, atol=2e-3)
+    assert np.allclose(dense.inertia_about_com, uniform.inertia_about_com, rtol=0.05, atol=2e-4)
+
+
+# ----- rigeo 0.2.0 as an oracle -------------------------------------------------------------
+def _rigeo_shapes():
+    return {
+        "ellipsoid": rg.Ellipsoid([0.3, 0.2, 0.1], rotation=R_TILT, center=P_OFFSET),
+        "box": rg.Box([0.3, 0.2, 0.1], rotation=R_TILT, center=P_OFFSET),
+        "cylinder": rg.Cylinder(0.5, 0.15, rotation=R_TILT, center=P_OFFSET),
+        "polyhedron": rg.ConvexPolyhedron.from_vertices(SHAPES["polyhedron"].vertices),
+    }
+
+
+@pytest.mark.parametrize("name", ["ellipsoid", "box", "cylinder"])
+def test_uniform_density_matches_rigeo(name):
+    ours = SHAPES[name].uniform_density_params(1.5)
+    theirs = _rigeo_shapes()[name].uniform_density_params(1.5)
+    assert np.allclose(ours.vec, theirs.vec, atol=1e-12)
+
+
+def test_ellipsoid_agrees_with_rigeo_on_random_bodies():
+    rng = np.random.default_rng(3)
+    ours, theirs = SHAPES["ellipsoid"], _rigeo_shapes()["ellipsoid"]
+    decisions = []
+    for _ in range(200):
+        mass, com = rng.uniform(0.5, 2.0), P_OFFSET + rng.normal(scale=0.05, size=3)
+        R = Rotation.random(random_state=rng).as_matrix()
+        inertia = mass * R @ np.diag(rng.uniform(0.001, 0.015, 3)) @ R.T
+        body = InertialParameters.from_mass_com_inertia(mass, com, inertia)
+        ours_says = ours.can_realize(body)
+        assert ours_says == theirs.can_realize(rg.InertialParameters.from_vec(body.vec))
+        decisions.append(ours_says)
+    assert 20 < sum(decisions) < 180  # both outcomes were exercised
+
+
+@pytest.mark.parametrize("name", ["box", "cylinder", "polyhedron"])
+def test_moment_relaxation_agrees_with_rigeo(name):
+    """Inside: both feasible. Too long a dumbbell: both infeasible. Random bodies: ours is at
+    least as tight (it adds products of faces), so ours feasible implies rigeo feasible."""
+    shape, theirs = SHAPES[name], _rigeo_shapes()[name]
+    rng = np.random.default_rng(4)
+    inside = InertialParameters.from_point_masses(
+        rng.uniform(0.2, 1.0, 6), _points_inside(shape, rng, 6)
+    )
+    assert shape.can_realize(inside)
+    assert _rigeo_feasible(theirs.moment_sdp_constraints, inside)
+    lo, hi = shape.aabb()
+    centre, half = shape.uniform_density_params(1.0).com, 0.6 * (hi - lo).max()
+    axis = np.eye(3)[np.argmax(hi - lo)]
+    too_long = InertialParameters.from_point_masses(
+        [0.5, 0.5], [centre + 2 * half * axis, centre - 2 * half * axis]
+    )
+    assert not shape.can_realize(too_long)
+    assert not _rigeo_feasible(theirs.moment_sdp_constraints, too_long)
+    for _ in range(8):
+        body = InertialParameters.from_mass_com_inertia(
+            1.0, centre + rng.normal(scale=0.05, size=3), np.diag(rng.uniform(0.001, 0.03, 3))
+        )
+        if shape.can_realize(body):
+            assert _rigeo_feasible(theirs.moment_sdp_constraints, body)
+
+
+# ----- unions (paper 003, Cor. 2) ------------------------------------------------------------
+def test_union_of_boxes_is_tighter_than_its_bounding_box():
+    """An L of two slender boxes: masses in the arms fit; the same masses moved into the
+    empty corner fit the bounding box but not the L."""
+    arm_x = Box.from_corners([0.0, 0.0, 0.0], [1.0, 0.1, 0.1])
+    arm_y = Box.from_corners([0.0, 0.0, 0.0], [0.1, 1.0, 0.1])
+    letter_l = ShapeUnion([arm_x, arm_y])
+    bounding = Box.from_corners([0.0, 0.0, 0.0], [1.0, 1.0, 0.1])
+    arms = [[0.9, 0.05, 0.05], [0.05, 0.9, 0.05], [0.05, 0.05, 0.02], [0.6, 0.02, 0.08]]
+    corner = [[0.9, 0.9, 0.05], [0.7, 0.8, 0.05], [0.8, 0.6, 0.02], [0.6, 0.7, 0.08]]
+    in_arms = InertialParameters.from_point_masses(np.ones(4), arms)
+    in_corner = InertialParameters.from_point_masses(np.ones(4), corner)
+    assert letter_l.can_realize(in_arms) and bounding.can_realize(in_arms)
+    assert bounding.can_realize(in_corner) and not letter_l.can_realize(in_corner)
+
+
+def test_composite_object_grid_and_shell():
+    shell = outer_shell()
+    grid = shell.grid((1.0 / 0.04) ** (1.0 / 3.0) * 1e-2)  # 0.04 points per cm^3
+    assert len(grid) == 70 and np.all(shell.contains(grid))
+    assert np.linalg.matrix_rank(np.c_[grid, np.ones(len(grid))]) == 4  # not coplanar
+
+
+# ----- frames and bad input -----------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_transformed_shape_contains_the_transformed_points(name):
+    shape = SHAPES[name]
+    T_a_b = sp.exp6([0.4, -0.2, 1.0, 0.3, 0.1, -0.5])
+    points = np.random.default_rng(5).uniform(*shape.aabb(), size=(300, 3))
+    moved = points @ T_a_b[:3, :3].T + T_a_b[:3, 3]
+    assert np.array_equal(shape.transformed(T_a_b).contains(moved), shape.contains(points))
+    body = shape.uniform_density_params(1.0)
+    assert np.allclose(
+        shape.transformed(T_a_b).uniform_density_params(1.0).vec, body.transformed(T_a_b).vec
+    )
+
+
+def test_bad_shapes_are_refused():
+    with pytest.raises(ValueError, match="half_extents"):
+        Box([0.1, -0.2, 0.3])
+    with pytest.raises(ValueError, match="rotation"):
+        Ellipsoid([0.1, 0.2, 0.3], R_b_s=np.diag([1.0, 1.0, -1.0]))
+    with pytest.raises(ValueError, match="relaxation"):
+        Box([0.1, 0.2, 0.3], relaxation="cubic")
+    with pytest.raises(ValueError, match="pitch"):
+        Box([0.1, 0.2, 0.3]).grid(0.0)
+    with pytest.raises(ValueError, match="vertices"):
+        ConvexPolyhedron(np.full((4, 3), np.nan))

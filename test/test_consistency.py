@@ -11,6 +11,7 @@ from inertia_estimation_ros.core.consistency import (
     project_to_consistent,
     pseudo_inertia_of,
     solve_checked,
+    solve_with_fallback,
     theta_of,
     worst_violation,
 )
@@ -86,3 +87,18 @@ def test_scs_results_are_rechecked_against_every_constraint():
     value, solver = solve_checked(problem, J, 1e-3, violation_tol=1e-7)
     assert solver == cp.CLARABEL and np.trace(value) <= 2.5 + 1e-7
     assert worst_violation(problem) <= 1e-7 * np.abs(np.linalg.eigvalsh(value)).max()
+
+
+def test_solve_with_fallback_tries_every_solver_and_reports_each_reason():
+    x = cp.Variable()
+    problem = cp.Problem(cp.Minimize(cp.square(x - 1.0)))
+    seen = []
+
+    def reject_first():
+        seen.append(float(x.value))
+        return "not good enough" if len(seen) == 1 else None
+
+    assert solve_with_fallback(problem, reject_first) == cp.SCS
+    assert np.allclose(seen, 1.0, atol=1e-3)
+    with pytest.raises(ConsistencyError, match="CLARABEL: never.*SCS: never"):
+        solve_with_fallback(problem, lambda: "never")

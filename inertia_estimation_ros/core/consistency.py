@@ -13,6 +13,7 @@ each result is re-checked numerically, never trusted on the solver's word.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cvxpy as cp
@@ -80,6 +81,31 @@ class Projection:
     solver: str  # "" when no solve was needed
 
 
+def solve_with_fallback(
+    problem: cp.Problem, check: Callable[[], str | None], solvers: tuple[str, ...] = SOLVERS
+) -> str:
+    """Solve with each solver in turn; return the first one whose result ``check`` accepts.
+
+    Results with status optimal or optimal_inaccurate reach ``check``, which reads the
+    variables' values (and ``problem.status``) and returns None to accept them or the
+    reason to reject them. Raises ConsistencyError with every solver's reason otherwise.
+    """
+    failures = []
+    for solver in solvers:
+        try:
+            problem.solve(solver=solver)
+        except cp.error.SolverError as error:
+            failures.append(f"{solver}: {error}")
+            continue
+        if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+            failures.append(f"{solver}: status {problem.status}")
+            continue
+        if (reason := check()) is None:
+            return solver
+        failures.append(f"{solver}: {reason}")
+    raise ConsistencyError("; ".join(failures))
+
+
 def solve_checked(
     problem: cp.Problem,
     J: cp.Variable,
@@ -95,27 +121,20 @@ def solve_checked(
     ``violation_tol``, every other constraint of the problem (e.g. shape-realizability
     LMIs) must also hold to within ``violation_tol`` times J's scale (``worst_violation``).
     """
-    failures = []
-    for solver in solvers:
-        try:
-            problem.solve(solver=solver)
-        except cp.error.SolverError as error:
-            failures.append(f"{solver}: {error}")
-            continue
-        if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or J.value is None:
-            failures.append(f"{solver}: status {problem.status}")
-            continue
-        value = 0.5 * (J.value + J.value.T)
-        eig = np.linalg.eigvalsh(value)
+
+    def check() -> str | None:
+        if J.value is None:
+            return f"status {problem.status}"
+        eig = np.linalg.eigvalsh(0.5 * (J.value + J.value.T))
         if eig[0] < margin - 1e-9 * max(abs(eig[-1]), 1e-12):
-            failures.append(f"{solver}: returned min eig(J) {eig[0]:.3e} < margin {margin:.3e}")
-            continue
+            return f"returned min eig(J) {eig[0]:.3e} < margin {margin:.3e}"
         tol = None if violation_tol is None else violation_tol * max(abs(eig[-1]), 1e-12)
         if tol is not None and (violation := worst_violation(problem)) > tol:
-            failures.append(f"{solver}: a constraint is violated by {violation:.3e}")
-            continue
-        return value, solver
-    raise ConsistencyError("; ".join(failures))
+            return f"a constraint is violated by {violation:.3e}"
+        return None
+
+    solver = solve_with_fallback(problem, check, solvers)
+    return 0.5 * (J.value + J.value.T), solver
 
 
 def project_to_consistent(

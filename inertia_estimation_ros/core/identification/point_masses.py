@@ -17,7 +17,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
-from ..consistency import SOLVERS, ConsistencyError
+from ..consistency import solve_with_fallback
 from ..inertial import InertialParameters
 from ..regressor import body_regressor
 from .least_squares import RegressionData
@@ -98,36 +98,28 @@ class PointMassDiscretization:
         self.full.add(body_regressor(V, dV, g), F, w * component)
 
     def solve(self) -> InertialParameters:
-        """The PMD estimate; raises ConsistencyError if no solver certifies it."""
+        """The PMD estimate; raises ConsistencyError if no solver certifies a consistent one."""
         if self.full.n_rows == 0:
             raise ValueError("no data: add samples first")
         for parameter, data in ((self._R_reduced, self.reduced), (self._R_full, self.full)):
             R = np.zeros((11, 11))
             R[: data.R.shape[0]] = data.R
             parameter.value = R
-        failures = []
-        for solver in SOLVERS:
-            try:
-                self.problem.solve(solver=solver)
-            except cp.error.SolverError as error:
-                failures.append(f"{solver}: {error}")
-                continue
-            if self.problem.status != cp.OPTIMAL:
-                failures.append(f"{solver}: status {self.problem.status}")
-                continue
-            masses = self._masses.value
-            if masses.min() < -1e-6 * np.abs(masses).max():
-                failures.append(f"{solver}: returned a negative mass {masses.min():.2e}")
-                continue
-            params = InertialParameters(self.Phi @ np.maximum(masses, 0.0))
-            if params.is_consistent():
-                return params
-            failures.append(
-                f"{solver}: all mass on a plane, min eig J {params.consistency_margin():.1e}"
-            )
-        raise ConsistencyError("PMD failed: " + "; ".join(failures))
+        solve_with_fallback(self.problem, self._check)
+        return InertialParameters(self.Phi @ self.masses)
+
+    def _check(self) -> str | None:
+        if self.problem.status != cp.OPTIMAL:
+            return f"status {self.problem.status}"
+        masses = self._masses.value
+        if masses.min() < -1e-6 * np.abs(masses).max():
+            return f"returned a negative mass {masses.min():.2e}"
+        params = InertialParameters(self.Phi @ np.maximum(masses, 0.0))
+        if not params.is_consistent():
+            return f"all mass on a plane, min eig J {params.consistency_margin():.1e}"
+        return None
 
     @property
     def masses(self) -> np.ndarray:
-        """The point masses of the last solve [kg]."""
+        """The point masses of the last solve [kg] (solver round-off below zero clipped)."""
         return np.maximum(self._masses.value, 0.0)

@@ -32,7 +32,7 @@ import cvxpy as cp
 import numpy as np
 from scipy.spatial import ConvexHull, Delaunay, QhullError
 
-from ..consistency import SOLVERS, ConsistencyError
+from ..consistency import solve_with_fallback
 from ..inertial import InertialParameters
 
 # ----- moments up to order four of a measure, in homogeneous coordinates z = [u; 1] -----
@@ -112,21 +112,6 @@ class _UnitBall:
 
 
 # ----- shapes --------------------------------------------------------------------------
-def _solve_margin(problem: cp.Problem, t: cp.Variable) -> float:
-    """Solve max t with each solver in turn; raise ConsistencyError if none certifies it."""
-    failures = []
-    for solver in SOLVERS:
-        try:
-            problem.solve(solver=solver)
-        except cp.error.SolverError as error:
-            failures.append(f"{solver}: {error}")
-            continue
-        if problem.status == cp.OPTIMAL:
-            return float(t.value)
-        failures.append(f"{solver}: status {problem.status}")
-    raise ConsistencyError("realizability check failed: " + "; ".join(failures))
-
-
 class _Realizable(ABC):
     """Numeric realizability checks shared by shapes and unions of shapes."""
 
@@ -150,7 +135,9 @@ class _Realizable(ABC):
         """
         t = cp.Variable()
         constraints = self._margin_constraints(cp.Constant(params.pseudo_inertia), t)
-        return _solve_margin(cp.Problem(cp.Maximize(t), constraints), t)
+        problem = cp.Problem(cp.Maximize(t), constraints)
+        solve_with_fallback(problem, lambda: None if problem.status == cp.OPTIMAL else "inaccurate")
+        return float(t.value)
 
     def can_realize(self, params: InertialParameters, tol: float = 1e-5) -> bool:
         """J > 0 and the realizability conditions hold to within tol of the mass (the solver

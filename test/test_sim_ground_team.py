@@ -19,11 +19,13 @@ import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
+from scipy.spatial.transform import Rotation
 
 from inertia_estimation_ros.core.regressor import body_regressor
 from inertia_estimation_ros.core.spatial import adjoint, inverse, transform
 from inertia_estimation_ros.sim.ground_team import Gains, SimulationError
 from inertia_estimation_ros.sim.ground_truth import (
+    body_inertial_parameters,
     body_pose_in_world,
     site_pose_in_body,
     site_pose_in_world,
@@ -100,7 +102,7 @@ def test_newton_euler_is_exact_on_the_payload():
     actuated = [model.actuator(a).trnid[0] for a in range(model.nu)]
     rest = data.qpos[[model.jnt_qposadr[j] for j in actuated]]
     payload = model.body("payload")
-    theta_P = _payload_parameters(model)
+    theta_P = body_inertial_parameters(model, "payload")
     V, A, worst = np.zeros(6), np.zeros(6), 0.0
     for step in range(400):
         data.ctrl[:] = rest + 0.02 * np.sin(0.01 * step * np.arange(1, model.nu + 1))
@@ -125,12 +127,6 @@ def test_newton_euler_is_exact_on_the_payload():
         predicted = body_regressor(V, dV, g_P) @ theta_P.vec
         worst = max(worst, np.abs(total - predicted).max() / np.abs(predicted).max())
     assert worst < 1e-10
-
-
-def _payload_parameters(model):
-    from inertia_estimation_ros.sim.ground_truth import body_inertial_parameters
-
-    return body_inertial_parameters(model, "payload")
 
 
 def test_ft_sensors_read_the_force_on_the_payload_which_carries_its_weight(gimbals):
@@ -163,7 +159,8 @@ def test_excitation_programs_move_the_payload_as_asked(gimbals):
     truth = gimbals.ground_truth
     phase = truth.grasps["robot_1"].meta["phase"]
     R_w_s0 = truth.T_w_s[0, :3, :3]
-    tilt = np.array([np.linalg.norm(_rotvec(R_w_s0.T @ T[:3, :3])) for T in truth.T_w_s])
+    R_s0_s = np.einsum("ji,kjl->kil", R_w_s0, truth.T_w_s[:, :3, :3])
+    tilt = np.linalg.norm(Rotation.from_matrix(R_s0_s).as_rotvec(), axis=1)
     assert np.rad2deg(tilt[phase == "human_guided"].max()) > 3.0
     assert np.rad2deg(tilt.max()) < 14.0  # programs ask for at most 8 deg per axis
     static = phase == "static"
@@ -175,12 +172,6 @@ def test_excitation_programs_move_the_payload_as_asked(gimbals):
     # The locked robot yields only through its stiff slides (a few mm under tens of N).
     assert np.ptp(locked, axis=0).max() < 3e-3 < 3e-2 < np.ptp(moving, axis=0).max()
     assert np.rad2deg(tilt[sphere].max()) > 3.0
-
-
-def _rotvec(R):
-    from scipy.spatial.transform import Rotation
-
-    return Rotation.from_matrix(R).as_rotvec()
 
 
 @pytest.mark.parametrize("fixture", ["gimbals", "wrists"])

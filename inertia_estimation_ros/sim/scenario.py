@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -372,9 +372,6 @@ class SimulationResult:
     def phase_samples(self, series: GraspSeries, *names: str) -> np.ndarray:
         """Indices of the samples of ``series`` whose phase label is one of ``names``."""
         return np.flatnonzero(np.isin(series.meta["phase"], names))
-
-    def iter_phases(self, program: str) -> Iterator[Phase]:
-        return (p for p in self.phases if p.program == program)
 
     def segments(self, label: str, truth: bool = False) -> list[dict[str, GraspSeries]]:
         """Every contiguous stretch of samples labelled ``label`` (e.g. each static hold), as

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -478,8 +477,6 @@ def multibody_problem() -> tuple[tuple[np.ndarray, np.ndarray], list, list]:
 
 
 def main() -> None:
-    # Inaccurate solver results are re-checked (core.consistency.solve_checked): no need to warn.
-    warnings.filterwarnings("ignore", message="Solution may be inaccurate")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one seed per object")
     args = parser.parse_args()

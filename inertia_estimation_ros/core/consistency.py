@@ -13,6 +13,7 @@ each result is re-checked numerically, never trusted on the solver's word.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -93,7 +94,9 @@ def solve_with_fallback(
     failures = []
     for solver in solvers:
         try:
-            problem.solve(solver=solver)
+            with warnings.catch_warnings():  # an inaccurate result is judged by check() below
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                problem.solve(solver=solver)
         except cp.error.SolverError as error:
             failures.append(f"{solver}: {error}")
             continue

@@ -5,11 +5,11 @@ mass moments (paper 003, Def. 3). Every moment up to order two is in the
 pseudo-inertia J, so each condition below is a constraint on J:
 
 * ``Ellipsoid``: J > 0 and Tr(J Q) >= 0, exact (paper 003, Thm. 4 and Eq. 23);
-* ``Box``, ``Cylinder``, ``ConvexPolyhedron``: the order-2 moment relaxation
-  (Lasserre; paper 004, Sec. VI-B, Eq. 13): the moments up to order four must form a
-  PSD moment matrix M_2, and every polynomial p >= 0 that describes S gives a PSD
-  localizing matrix M_1(p y). Necessary, not sufficient. The cheaper "quadratic"
-  relaxation keeps only the conditions on J itself: Tr(Q_p J) >= 0 for each p;
+* ``Box``, ``Cylinder``, ``ConvexPolyhedron``: the order-2 moment relaxation (Lasserre;
+  Heins and Schoellig, Sec. VI-B, Eq. 13; notes robust-balancing.md): the moments up to
+  order four must form a PSD moment matrix M_2, and every polynomial p >= 0 that
+  describes S gives a PSD localizing matrix M_1(p y). Necessary, not sufficient. The
+  cheaper "quadratic" relaxation keeps only the conditions on J itself, Tr(Q_p J) >= 0;
 * ``ShapeUnion``: the body splits into parts, one realizable per shape (paper 003, Cor. 2).
 
 Each shape maps body coordinates x to canonical coordinates u (unit ball, cube
@@ -250,7 +250,6 @@ def _positive(values: np.ndarray, name: str) -> np.ndarray:
 class Ellipsoid(Shape):
     """{x : (x - p)^T R diag(1/a^2) R^T (x - p) <= 1} with semi-axes a (paper 003, Eq. 21)."""
 
-    exact = True
     _unit_second_moments = np.full(3, 0.2)
 
     def __init__(
@@ -307,7 +306,7 @@ class ConvexPolyhedron(Shape):
         scale = np.linalg.norm(self.vertices - centre, axis=1).max()
         self.A = _affine(np.full(3, scale), np.eye(3), centre)
         # Qhull triangulates faces: merge coplanar facets. Outward unit normal n, n.x + d <= 0.
-        faces = np.unique(np.round(hull.equations, 12), axis=0)
+        faces = np.unique(np.round(hull.equations, 9), axis=0)
         self.polys = tuple(
             _Halfspace(np.append(-n * scale, -(n @ centre + d)))
             for n, d in zip(faces[:, :3], faces[:, 3], strict=True)
@@ -320,10 +319,6 @@ class ConvexPolyhedron(Shape):
     def transformed(self, T_a_b: np.ndarray) -> ConvexPolyhedron:
         """The same polyhedron expressed in {a}."""
         return ConvexPolyhedron(_moved(T_a_b, self.vertices), self.relaxation)
-
-    @property
-    def volume(self) -> float:
-        return float(sum(_tetrahedron_volume(t) for t in self._tetrahedra))
 
     def uniform_density_params(self, mass: float) -> InertialParameters:
         """Uniform density, from the exact moments of a tetrahedral decomposition."""

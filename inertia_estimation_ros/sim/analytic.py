@@ -226,6 +226,27 @@ class Team:
         return np.hstack(blocks)
 
 
+def ring_team(
+    n: int, rng: np.random.Generator, radius: float = 0.7, moment_capable: bool = False
+) -> tuple[Team, np.ndarray]:
+    """n robots on a ring of the given radius about the origin of a payload frame {p}, in
+    its x-y plane (heights within 5 cm), each grasp yawed at random. {s} is robot_1's grasp.
+    Returns the team and T_s_p, to express a payload given in {p} in {s}."""
+    angles = np.sort(rng.uniform(0, 2 * np.pi, n))
+    T_p_i = [
+        sp.transform(
+            Rotation.from_euler("z", rng.uniform(-np.pi, np.pi)).as_matrix(),
+            radius * np.array([np.cos(a), np.sin(a), 0.0]) + [0.0, 0.0, rng.uniform(-0.05, 0.05)],
+        )
+        for a in angles
+    ]
+    ids = tuple(f"robot_{k + 1}" for k in range(n))
+    T_s_p = sp.inverse(T_p_i[0])
+    T_s_i = {r: T_s_p @ T for r, T in zip(ids, T_p_i, strict=True)}
+    T_s_i[ids[0]] = np.eye(4)
+    return Team(ids, ids[0], T_s_i, {r: moment_capable for r in ids}), T_s_p
+
+
 def squeeze_forces(team: Team, magnitude: float) -> np.ndarray:
     """A constant internal-force proposal (6N): every grasp pushes toward the grasp centroid."""
     centroid = np.mean([team.T_s_i[r][:3, 3] for r in team.robot_ids], axis=0)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 from scipy.optimize import approx_fprime, least_squares, minimize
@@ -215,10 +216,15 @@ def perturbed(T: Mapping[str, np.ndarray], reference_id: str, x: np.ndarray) -> 
     R = exp([dphi]) R_hat and p = p_hat + dp (left perturbation, in the outer frame)."""
     out = dict(T)
     for k, rid in enumerate(others(list(T), reference_id)):
-        dphi, dp = x[6 * k : 6 * k + 3], x[6 * k + 3 : 6 * k + 6]
-        R = Rotation.from_rotvec(dphi).as_matrix() @ T[rid][:3, :3]
-        out[rid] = sp.transform(R, T[rid][:3, 3] + dp)
+        out[rid] = _perturb(T[rid], x[6 * k : 6 * k + 6])
     return out
+
+
+def _perturb(T: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """(exp([dphi]) R, p + dp) for x = (dphi, dp)."""
+    if not np.any(x):
+        return T
+    return sp.transform(Rotation.from_rotvec(x[:3]).as_matrix() @ T[:3, :3], T[:3, 3] + x[3:])
 
 
 # ----- project method: consensus by variable projection ---------------------------------------
@@ -266,21 +272,28 @@ def pose_constraints(
     """
     n = 12 * len(robot_ids) + 1
     s = 12 * robot_ids.index(reference_id)
-    rows = []
-    for r in others(robot_ids, reference_id):
-        i = 12 * robot_ids.index(r)
-        R_X, p_X = T_s_i[r][:3, :3], T_s_i[r][:3, 3]
-        R_Y, p_Y = T_s0_i0[r][:3, :3], T_s0_i0[r][:3, 3]
-        Pi = _tangent_coordinates(R_bar[r])
-        M = np.zeros((6, n))
-        M[:3, i : i + 9] = Pi
-        M[:3, s : s + 9] = -Pi @ np.kron(R_Y.T, R_X.T)
-        M[3:, i + 9 : i + 12] = np.eye(3)
-        M[3:, s : s + 9] = -R_Y.T @ np.kron(np.eye(3), p_X[None, :])
-        M[3:, s + 9 : s + 12] = -R_Y.T
-        M[3:, -1] = R_Y.T @ p_Y
-        rows.append(M)
-    return np.vstack(rows)
+    blocks = [
+        _pose_block(
+            T_s_i[r], T_s0_i0[r], _tangent_coordinates(R_bar[r]), 12 * robot_ids.index(r), s, n
+        )
+        for r in others(robot_ids, reference_id)
+    ]
+    return np.vstack(blocks)
+
+
+def _pose_block(
+    T_X: np.ndarray, T_Y: np.ndarray, Pi: np.ndarray, i: int, s: int, n: int
+) -> np.ndarray:
+    """The 6 rows of ``pose_constraints`` of one robot (columns i: its pose, s: the reference)."""
+    R_X, p_X, R_Y, p_Y = T_X[:3, :3], T_X[:3, 3], T_Y[:3, :3], T_Y[:3, 3]
+    M = np.zeros((6, n))
+    M[:3, i : i + 9] = Pi
+    M[:3, s : s + 9] = -Pi @ np.kron(R_Y.T, R_X.T)
+    M[3:, i + 9 : i + 12] = np.eye(3)
+    M[3:, s : s + 9] = -R_Y.T @ np.kron(np.eye(3), p_X[None, :])
+    M[3:, s + 9 : s + 12] = -R_Y.T
+    M[3:, -1] = R_Y.T @ p_Y
+    return M
 
 
 def pose_noise_covariance(
@@ -426,14 +439,12 @@ def _fit_frames(
     noise: object,
     update_noise: Callable[[Frames, object], object],
     noise_iterations: int,
-    prior: Callable[[Frames], np.ndarray] | None = None,
 ) -> tuple[Frames, object, np.ndarray]:
     """Least squares over perturbations of every non-reference frame of each set in ``frames``.
 
     build(frames, noise) -> P, the whitened residual map: the cost is sum_k ||P x_k||^2 =
-    ||P L||_F^2 with L L^T = S, plus ||prior(frames)||^2 if given. Noise levels are
-    re-estimated ``noise_iterations`` times. Returns the fitted frames, the noise levels,
-    and J^T J at the fit.
+    ||P L||_F^2 with L L^T = S. Noise levels are re-estimated ``noise_iterations`` times.
+    Returns the fitted frames, the noise levels, and J^T J at the fit.
     """
     L = _factor(moments.S)
     n_each = 6 * (len(moments.robot_ids) - 1)
@@ -444,9 +455,7 @@ def _fit_frames(
         ]
 
     def residual(x: np.ndarray, base: Frames, level: object) -> np.ndarray:
-        frames = apply(base, x)
-        r = (build(frames, level) @ L).ravel()
-        return r if prior is None else np.concatenate([r, prior(frames)])
+        return (build(apply(base, x), level) @ L).ravel()
 
     x0 = np.zeros(n_each * len(frames))
     for iteration in range(noise_iterations + 1):
@@ -517,6 +526,116 @@ def initial_homes(
     return out
 
 
+def _levenberg_marquardt(
+    residual: Callable[[np.ndarray], np.ndarray],
+    jacobian: Callable[[np.ndarray], np.ndarray],
+    x: np.ndarray,
+    iterations: int = 8,
+    tolerance: float = 1e-10,
+) -> np.ndarray:
+    """Levenberg-Marquardt on the normal equations. J is tall and J^T J small here, which
+    is much faster than MINPACK's QR for large teams. Stops when a step shrinks the cost
+    by less than ``tolerance`` of itself."""
+    r = residual(x)
+    cost, damping = float(r @ r), 1e-9
+    for _ in range(iterations):
+        J = jacobian(x)
+        H, g = J.T @ J, J.T @ r
+        scale = np.maximum(np.diag(H), 1e-300)
+        gauss_newton = -np.linalg.lstsq(H, g, rcond=1e-14)[0]
+        if -float(g @ gauss_newton) <= tolerance * max(cost, 1e-300):
+            return x  # the best possible decrease is negligible: converged
+        for _ in range(6):
+            step = -np.linalg.solve(H + damping * np.diag(scale), g)
+            r_new = residual(x + step)
+            if float(r_new @ r_new) <= cost:
+                break
+            damping *= 100.0
+        else:
+            return x
+        x, r = x + step, r_new
+        improvement, cost = cost - float(r @ r), float(r @ r)
+        damping = max(damping / 100.0, 1e-12)
+        if improvement <= tolerance * max(cost, 1e-300):
+            break
+    return x
+
+
+def _fit_pose_frames(
+    moments: StackedMoments,
+    reference_id: str,
+    frames: Frames,
+    R_bar: Mapping[str, np.ndarray],
+    level: tuple[float, float],
+    prior: Callable[[Frames], np.ndarray] | None,
+    outer_iterations: int = 3,
+) -> tuple[Frames, np.ndarray]:
+    """Gauss-Newton on ||C^-1/2 M(X, Y) L||^2 (+ prior) over every robot's X = T_s_i, Y = T_s0_i0.
+
+    The whitening C = M Sigma M^T is held fixed within an outer iteration, so each robot's
+    6 constraint rows depend on its own 12 parameters only: the Jacobian is built block
+    by block, which keeps large teams fast. Returns the frames and J^T J at the fit.
+    """
+    ids = moments.robot_ids
+    movers = others(ids, reference_id)
+    n_each, n = 6 * len(movers), 12 * len(ids) + 1
+    s = 12 * ids.index(reference_id)
+    L = _factor(moments.S)
+    Sigma = pose_noise_covariance(R_bar, ids, *level)
+    Pi = {r: _tangent_coordinates(R_bar[r]) for r in movers}
+
+    def apply(base: Frames, x: np.ndarray) -> Frames:
+        return [
+            perturbed(f, reference_id, x[k * n_each : (k + 1) * n_each]) for k, f in enumerate(base)
+        ]
+
+    def blocks(current: Frames) -> list[np.ndarray]:
+        return [
+            _pose_block(current[0][r], current[1][r], Pi[r], 12 * ids.index(r), s, n)
+            for r in movers
+        ]
+
+    def residual(x: np.ndarray, base: Frames, Wh: np.ndarray) -> np.ndarray:
+        current = apply(base, x)
+        r = (Wh @ np.vstack(blocks(current)) @ L).ravel()
+        return r if prior is None else np.concatenate([r, prior(current)])
+
+    def jacobian(x: np.ndarray, base: Frames, Wh: np.ndarray) -> np.ndarray:
+        current = apply(base, x)
+        p0 = prior(current) if prior is not None else np.zeros(0)
+        rows = Wh.shape[0] * n
+        columns = np.zeros((rows + len(p0), 2 * n_each))
+        h = 1e-7
+        for k, r in enumerate(movers):
+            X, Y = current[0][r], current[1][r]
+            M0 = _pose_block(X, Y, Pi[r], 12 * ids.index(r), s, n)
+            for c in range(12):
+                step = np.zeros(6)
+                step[c % 6] = h
+                X1, Y1 = (_perturb(X, step), Y) if c < 6 else (X, _perturb(Y, step))
+                dM = (_pose_block(X1, Y1, Pi[r], 12 * ids.index(r), s, n) - M0) / h
+                column = (c // 6) * n_each + 6 * k + c % 6
+                columns[:rows, column] = (Wh[:, 6 * k : 6 * k + 6] @ (dM @ L)).ravel()
+                if len(p0):
+                    moved = [current[0], {**current[1], r: Y1}] if c >= 6 else current
+                    columns[rows:, column] = (prior(moved) - p0) / h
+        return columns
+
+    x0 = np.zeros(2 * n_each)
+    for _ in range(outer_iterations):
+        M = pose_constraints(*frames, R_bar, ids, reference_id)
+        C = M @ Sigma @ M.T
+        Wh = np.linalg.inv(np.linalg.cholesky(0.5 * (C + C.T)))
+        x = _levenberg_marquardt(
+            partial(residual, base=frames, Wh=Wh), partial(jacobian, base=frames, Wh=Wh), x0
+        )
+        frames = apply(frames, x)
+        if np.abs(x).max() < 1e-10:
+            break
+    J = jacobian(x0, frames, Wh)
+    return frames, J.T @ J
+
+
 def refine_grasps_from_poses(
     moments: StackedMoments,
     reference_id: str,
@@ -540,36 +659,29 @@ def refine_grasps_from_poses(
     R_bar = mean_rotations(moments)
     homes = dict(homes or initial_homes(moments, reference_id, initial.T_s_i))
 
-    def build(frames: Frames, level: tuple) -> np.ndarray:
-        M = pose_constraints(frames[0], frames[1], R_bar, ids, reference_id)
-        return gls_residual_map(M, pose_noise_covariance(R_bar, ids, *level))
-
-    def update(frames: Frames, level: tuple) -> tuple:
-        M = pose_constraints(frames[0], frames[1], R_bar, ids, reference_id)
-        return _pose_noise(M, moments, R_bar)
+    if gravity:
+        g_s0 = gravity[reference_id].direction
+        g_std = {
+            r: np.hypot(gravity[r].direction_std, gravity[reference_id].direction_std) for r in ids
+        }
+        g_dir = {r: gravity[r].direction for r in ids}
 
     def common_gravity(frames: Frames) -> np.ndarray:
-        g_s0 = gravity[reference_id]
         return np.concatenate(
-            [
-                (frames[1][r][:3, :3] @ gravity[r].direction - g_s0.direction)
-                / np.hypot(gravity[r].direction_std, g_s0.direction_std)
-                for r in others(ids, reference_id)
-            ]
+            [(frames[1][r][:3, :3] @ g_dir[r] - g_s0) / g_std[r] for r in others(ids, reference_id)]
         )
 
-    start = [dict(initial.T_s_i), homes]
-    level = noise if noise is not None else update(start, None)
-    (T, homes), level, information = _fit_frames(
-        moments,
-        reference_id,
-        start,
-        build,
-        level,
-        update,
-        noise_iterations,
-        common_gravity if gravity else None,
-    )
+    frames = [dict(initial.T_s_i), homes]
+    level = noise
+    if level is None:
+        level = _pose_noise(pose_constraints(*frames, R_bar, ids, reference_id), moments, R_bar)
+    for iteration in range(noise_iterations + 1):
+        frames, information = _fit_pose_frames(
+            moments, reference_id, frames, R_bar, level, common_gravity if gravity else None
+        )
+        if iteration < noise_iterations:
+            level = _pose_noise(pose_constraints(*frames, R_bar, ids, reference_id), moments, R_bar)
+    T, homes = frames
     n = 6 * (len(ids) - 1)
     covariance = np.linalg.pinv(information)[:n, :n]
     return GraspKinematics(
@@ -606,13 +718,14 @@ def residual_map_of(
     return gls_residual_map(M, pose_noise_covariance(R_bar, ids, *kinematics.pose_noise))
 
 
-def robust_weights(norms: np.ndarray, dof: int, loss: str, scale: float) -> np.ndarray:
-    """IRLS weights of whitened residual norms with ``dof`` degrees of freedom per sample.
+def robust_weights(norms: np.ndarray, typical: float, loss: str, scale: float) -> np.ndarray:
+    """IRLS weights of whitened residual norms, u = norm / typical (about 1 for inliers).
 
-    u = norm / sqrt(dof) is about 1 for inliers; Huber: w = min(1, scale / u);
-    Cauchy: w = 1 / (1 + (u / scale)^2); "none": w = 1.
+    ``typical`` is the inlier norm: sqrt(dof) when the whitening is trusted (online), the
+    median norm for a batch (robust to noise levels inflated by the outliers themselves).
+    Huber: w = min(1, scale / u); Cauchy: w = 1 / (1 + (u / scale)^2); "none": w = 1.
     """
-    u = np.asarray(norms, dtype=float) / np.sqrt(dof)
+    u = np.asarray(norms, dtype=float) / max(typical, 1e-300)
     if loss == "none":
         return np.ones_like(u)
     if loss == "huber":
@@ -638,8 +751,8 @@ def fit_grasps(
     Z = twist_rows(twists, ids)
     fit = refine_grasps(StackedMoments.from_rows(ids, Z), reference_id)
     for _ in range(robust_iterations if loss != "none" else 0):
-        P = residual_map_of(fit)
-        w = robust_weights(np.linalg.norm(Z @ P.T, axis=1), P.shape[0] - 6, loss, scale)
+        norms = np.linalg.norm(Z @ residual_map_of(fit).T, axis=1)
+        w = robust_weights(norms, float(np.median(norms)), loss, scale)
         fit = refine_grasps(
             StackedMoments.from_rows(ids, Z, w), reference_id, fit.T_s_i, fit.twist_noise, 1
         )
@@ -652,8 +765,8 @@ def fit_grasps(
         homes_g = {r: HomeGravity.from_samples(poses[r], gravity[r]) for r in ids}
     fit = refine_grasps_from_poses(moments, reference_id, fit, gravity=homes_g)
     for _ in range(robust_iterations if loss != "none" else 0):
-        P = residual_map_of(fit, moments)
-        w = robust_weights(np.linalg.norm(Y @ P.T, axis=1), P.shape[0], loss, scale)
+        norms = np.linalg.norm(Y @ residual_map_of(fit, moments).T, axis=1)
+        w = robust_weights(norms, float(np.median(norms)), loss, scale)
         moments = StackedMoments.from_rows(ids, Y, w)
         fit = refine_grasps_from_poses(
             moments, reference_id, fit, fit.pose_noise, 1, fit.T_s0_i0, homes_g

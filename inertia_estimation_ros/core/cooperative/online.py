@@ -253,7 +253,8 @@ class TeamEstimator:
             self._kinematic_correlation.add(r)
         dof = P.shape[0] - (6 if kind == "twists" else 0)
         loss, scale = self.settings.robust_loss, self.settings.robust_scale
-        return float(robust_weights(np.array([np.linalg.norm(r)]), dof, loss, scale)[0])
+        norm = np.array([np.linalg.norm(r)])
+        return float(robust_weights(norm, np.sqrt(dof), loss, scale)[0])
 
     def _payload_motion(
         self, V: np.ndarray, dV: np.ndarray, g: np.ndarray, has_g: np.ndarray

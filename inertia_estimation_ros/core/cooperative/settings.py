@@ -27,7 +27,7 @@ class EstimatorSettings:
     moving_angular_speed: float = 0.03  # [rad/s] rotation needed for grasp kinematics samples
     # grasp kinematics
     kinematics_source: str = "poses"  # "poses" needs fixed home frames; "twists" does not
-    robust_loss: str = "huber"  # "none", "huber" or "cauchy", on per-sample residuals
+    robust_loss: str = "huber"  # "none", "huber" or "cauchy" (heavy outliers), per sample
     robust_scale: float = 3.0  # residual norm (in noise standard deviations) where it acts
     min_kinematics_samples: int = 100
     gravity_direction_floor: float = 1e-4  # [rad] trust in the home frames' gravity directions

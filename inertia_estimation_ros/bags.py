@@ -6,7 +6,9 @@ message definition and type hash (``ros2 bag play`` needs no installed package t
 decode, and replays on a ROS 2 machine). Storage: ``mcap`` (default) or ``sqlite3``.
 
 Messages to write may be rosbags objects (built from ``typestore().types``), rclpy
-messages, or already-serialized CDR bytes. Reading yields ``BagMessage`` in time
+messages, or already-serialized CDR bytes. Topics named ``latched`` are recorded as offered
+transient-local (depth 1), so ``ros2 bag play`` republishes them latched, as
+``robot_description`` must be. Reading yields ``BagMessage`` in time
 order, deserialized as rosbags objects, rclpy objects, or left raw.
 """
 
@@ -22,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rosbags.interfaces import Nodetype
+from rosbags.interfaces import (
+    Nodetype,
+    Qos,
+    QosDurability,
+    QosHistory,
+    QosLiveliness,
+    QosReliability,
+    QosTime,
+)
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
@@ -31,6 +41,18 @@ PACKAGE = "inertia_estimation_ros"
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 BAG_VERSION = 9  # rosbag2 metadata version of Jazzy and Kilted
 DESERIALIZE_AS = ("rosbags", "rclpy", "raw")
+_INFINITE = QosTime(sec=9223372036, nsec=854775807)  # rosbag2's "infinite" duration
+LATCHED_QOS = Qos(
+    history=QosHistory.KEEP_LAST,
+    depth=1,
+    reliability=QosReliability.RELIABLE,
+    durability=QosDurability.TRANSIENT_LOCAL,
+    deadline=_INFINITE,
+    lifespan=_INFINITE,
+    liveliness=QosLiveliness.AUTOMATIC,
+    liveliness_lease_duration=_INFINITE,
+    avoid_ros_namespace_conventions=False,
+)
 
 
 class BagError(ValueError):
@@ -108,10 +130,11 @@ class BagWriter:
     """A rosbag2 being written: ``write(topic, msgtype, timestamp_ns, msg)`` in any topic order.
 
     Use as a context manager. Connections are created on first use of a topic, with the
-    message definition embedded; a topic keeps its first type.
+    message definition embedded; a topic keeps its first type. Topics in ``latched`` are
+    offered transient-local.
     """
 
-    def __init__(self, path: str | Path, storage: str = "mcap"):
+    def __init__(self, path: str | Path, storage: str = "mcap", latched: Iterable[str] = ()):
         if storage not in STORAGES:
             raise BagError(f"storage {storage!r} is not one of {list(STORAGES)}")
         self.path = Path(path)
@@ -119,6 +142,7 @@ class BagWriter:
             raise BagError(f"{self.path} exists: rosbag2 writes a new folder; remove it first")
         self._writer = Writer(self.path, version=BAG_VERSION, storage_plugin=STORAGES[storage])
         self._connections: dict[str, Any] = {}
+        self._latched = set(latched)
 
     def __enter__(self) -> BagWriter:
         self._writer.open()
@@ -132,7 +156,10 @@ class BagWriter:
         if connection is None:
             if msgtype not in typestore().types:
                 raise BagError(f"{topic}: unknown message type {msgtype}")
-            connection = self._writer.add_connection(topic, msgtype, typestore=typestore())
+            qos = [LATCHED_QOS] if topic in self._latched else []
+            connection = self._writer.add_connection(
+                topic, msgtype, typestore=typestore(), offered_qos_profiles=qos
+            )
             self._connections[topic] = connection
         elif connection.msgtype != msgtype:
             raise BagError(f"{topic} carries {connection.msgtype}, not {msgtype}")
@@ -143,9 +170,11 @@ def write_bag(
     path: str | Path,
     streams: Iterable[Iterable[tuple[str, str, int, Any]]],
     storage: str = "mcap",
+    latched: Iterable[str] = (),
 ) -> Path:
-    """Write time-sorted streams of (topic, msgtype, timestamp_ns, msg), merged in time order."""
-    with BagWriter(path, storage) as writer:
+    """Write time-sorted streams of (topic, msgtype, timestamp_ns, msg), merged in time order;
+    ``latched`` topics are offered transient-local."""
+    with BagWriter(path, storage, latched) as writer:
         for topic, msgtype, stamp, msg in heapq.merge(*streams, key=lambda item: item[2]):
             writer.write(topic, msgtype, stamp, msg)
     return Path(path)
@@ -163,6 +192,19 @@ def bag_topics(path: str | Path) -> dict[str, str]:
     """topic -> message type of every connection in a bag."""
     with Reader(path) as reader:
         return {c.topic: c.msgtype for c in reader.connections}
+
+
+def latched_topics(path: str | Path) -> set[str]:
+    """Topics of a bag whose recorded publishers were all transient-local (replay them latched)."""
+    with Reader(path) as reader:
+        return {
+            c.topic
+            for c in reader.connections
+            if c.ext.offered_qos_profiles
+            and all(
+                q.durability == QosDurability.TRANSIENT_LOCAL for q in c.ext.offered_qos_profiles
+            )
+        }
 
 
 def read_bag(

@@ -110,6 +110,25 @@ def derivative(
     raise ValueError(f"derivative method {method!r} is not one of {DERIVATIVE_METHODS}")
 
 
+def three_point_derivative(t: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """dx/dt at t[1:-1] of non-uniformly sampled x (axis 0): the second-order central formula.
+
+    The interior formula of ``numpy.gradient``, written out so that a sliding window of three
+    samples (online) gives bit-identical numbers to the whole series (offline); numpy switches
+    to another formula when a window happens to be uniform.
+    """
+    t = np.asarray(t, dtype=float)
+    x = np.asarray(x, dtype=float)
+    shape = (-1,) + (1,) * (x.ndim - 1)
+    h0 = (t[1:-1] - t[:-2]).reshape(shape)
+    h1 = (t[2:] - t[1:-1]).reshape(shape)
+    return (
+        -h1 / (h0 * (h0 + h1)) * x[:-2]
+        + (h1 - h0) / (h0 * h1) * x[1:-1]
+        + h0 / (h1 * (h0 + h1)) * x[2:]
+    )
+
+
 def continuous_quaternions(R: np.ndarray) -> np.ndarray:
     """Quaternions (x, y, z, w) of rotations R (Q, 3, 3), signs chosen so that q[k].q[k-1] > 0."""
     q = Rotation.from_matrix(R).as_quat()

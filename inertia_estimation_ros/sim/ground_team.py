@@ -35,6 +35,7 @@ from scipy.spatial.transform import Rotation
 
 from ..core.robot_kinematics import RobotKinematics
 from ..core.samples import GraspSeries
+from ..core.signals import three_point_derivative
 from ..core.spatial import inverse, transform, wrench_to
 from .excitation import (
     HumanGuided,
@@ -360,66 +361,18 @@ class GroundTeamScenario:
         return chain_urdf(model, f"{robot_id}/home", f"{robot_id}/grasp", robot_id)
 
     # ----- running ----------------------------------------------------------------------------
+    def stepper(self, seed: int | None = None) -> GroundTeamStepper:
+        """A run that advances on demand (what the simulation node publishes from)."""
+        return GroundTeamStepper(self, seed)
+
     def run(
         self, seed: int | None = None, progress: Callable[[float], None] | None = None
     ) -> SimulationResult:
         """Simulate every excitation phase, then apply the sensor models (see the module doc)."""
-        seed = self.seed if seed is None else seed
         started = time.perf_counter()
-        model = self.compile()
-        runner = _Runner(self, model)
-        plans = [
-            program.plan(runner.context, np.random.default_rng([seed, 10_000 + k]))
-            for k, program in enumerate(self.excitation)
-        ]
-        recording, phases = runner.run(plans, progress)
-        robots, truth_grasps = {}, {}
-        for index, robot in enumerate(self.robots):
-            robots[robot.robot_id], truth_grasps[robot.robot_id] = _robot_output(
-                self, robot, index, model, recording, seed
-            )
-        return SimulationResult(
-            scenario_name=self.name,
-            scenario_type=self.type_name,
-            seed=seed,
-            timestep=self.physics.timestep,
-            robots=robots,
-            ground_truth=self._ground_truth(model, recording, truth_grasps),
-            phases=phases,
-            wall_time=time.perf_counter() - started,
-            physics_wall_time=recording.wall_time,
-        )
-
-    def _ground_truth(
-        self, model: mujoco.MjModel, rec: _Recording, grasps: dict[str, GraspSeries]
-    ) -> GroundTruth:
-        ref = self.reference_robot
-        T_P_s = site_pose_in_body(model, f"payload/{ref}")
-        T_s_P = inverse(T_P_s)
-        T_s_i = {
-            r.robot_id: T_s_P @ site_pose_in_body(model, f"payload/{r.robot_id}")
-            for r in self.robots
-        }
-        T_w_i0 = {r.robot_id: body_pose_in_parent(model, r.home_frame) for r in self.robots}
-        T_w_s = rec.T_w_P @ T_P_s
-        F_human_s = np.array(
-            [
-                wrench_to(inverse(transform(np.eye(3), c)) @ T, F)
-                for c, T, F in zip(rec.p_w_com, T_w_s, rec.F_human_w, strict=True)
-            ]
-        )
-        return GroundTruth(
-            reference_robot=ref,
-            payload=body_inertial_parameters(model, "payload").transformed(T_s_P),
-            T_s_i=T_s_i,
-            T_w_i0=T_w_i0,
-            clock_offsets={r.robot_id: r.sensors.clock.offset for r in self.robots},
-            grasps=grasps,
-            time=rec.t,
-            T_w_s=T_w_s,
-            F_human_s=F_human_s,
-            gravity_w=np.array(self.physics.gravity),
-        )
+        result = self.stepper(seed).advance(progress=progress)
+        result.wall_time = time.perf_counter() - started
+        return result
 
 
 def _check_explicit_damping(robot: RobotSpec, dt: float) -> None:
@@ -543,7 +496,8 @@ def _robot_actuators(robot: RobotSpec) -> str:
 
 @dataclass
 class _Recording:
-    """Raw simulation data at every recording instant (the pre-step state of ``mj_step``)."""
+    """Raw simulation data at the recording instants of one chunk (the pre-step state of
+    ``mj_step``); ``first`` is the run-wide index of the chunk's first instant."""
 
     t: np.ndarray  # (n,)
     q: np.ndarray  # (n, N, 6) joint positions
@@ -558,15 +512,20 @@ class _Recording:
     F_human_w: np.ndarray  # (n, 6) (torque, force) on the payload, about its CoM, world axes
     labels: np.ndarray  # (n,) sample labels
     phase_index: np.ndarray  # (n,)
-    every: int  # physics steps between recording instants
-    wall_time: float = 0.0
+    first: int
+
+
+# MuJoCo state vectors logged at each recording instant.
+_LOGGED = ("t", "qpos", "qvel", "xfrc", "qacc", "qfrc_actuator", "sensordata")
 
 
 class _Runner:
-    """Steps one MuJoCo model through the phase plans and records the raw streams."""
+    """Steps one MuJoCo model through the excitation phases, planning each phase as it begins,
+    and records the raw state at every recording instant."""
 
-    def __init__(self, scenario: GroundTeamScenario, model: mujoco.MjModel):
+    def __init__(self, scenario: GroundTeamScenario, model: mujoco.MjModel, seed: int):
         self.scenario, self.model, self.data = scenario, model, mujoco.MjData(model)
+        self.seed = seed
         m = model
         robots = scenario.robots
         self.qadr = np.array([[m.joint(j).qposadr[0] for j in r.joint_names] for r in robots])
@@ -606,6 +565,17 @@ class _Runner:
             p_w_grasp={r.robot_id: T[:3, 3] for r, T in zip(robots, self.T_w_i, strict=True)},
             p_w_com=P[:3, :3] @ self.com_P + P[:3, 3],
         )
+        self.every = math.gcd(
+            *(check_rate(r.sensors.rate_hz, m.opt.timestep, "") for r in scenario.robots)
+        )
+        self.start_time = float(self.data.time)
+        self.phases: list[Phase] = []
+        self.records = 0  # recording instants so far
+        self.steps = 0  # physics steps since the first phase began
+        self.finished = False
+        self.physics_wall_time = 0.0
+        self.kp = m.actuator_gainprm[:, 0].copy()
+        self._begin_phase(0)
 
     def _warm_up(self) -> None:
         """Start at the keyframe and let the robots take the payload's weight.
@@ -668,98 +638,125 @@ class _Runner:
         c = T[:, :3, :3] @ self.com_P + T[:, :3, 3]
         return c, Rotation.from_matrix(T[:, :3, :3]).as_quat(scalar_first=True)
 
-    def run(
-        self, plans: list[PhasePlan], progress: Callable[[float], None] | None
-    ) -> tuple[_Recording, list[Phase]]:
-        """Step through the plans, logging the full state at every recording instant."""
+    def _begin_phase(self, index: int) -> None:
+        """Plan excitation program ``index`` and blend the robots into it from where they are."""
+        rng = np.random.default_rng([self.seed, 10_000 + index])
+        plan = self.scenario.excitation[index].plan(self.context, rng)
+        kp_new = self._set_gains(plan)
+        self.ctrl = self._setpoints(plan)
+        self._blend(plan, self.ctrl, self.kp, kp_new)
+        self.kp = kp_new
+        self.targets = self._human_guide_targets(plan) if plan.guide else None
+        self.plan, self.phase, self.k = plan, index, 0
+        start = float(self.data.time)
+        end = start + plan.steps * self.model.opt.timestep
+        self.phases.append(Phase(f"{index + 1}:{plan.program}", plan.program, start, end))
+
+    def _end_phase(self) -> None:
+        self.data.xfrc_applied[self.payload] = 0.0
+        if self.phase + 1 < len(self.scenario.excitation):
+            self._begin_phase(self.phase + 1)
+        else:
+            self.finished = True
+
+    def record_until(
+        self, until: float, progress: Callable[[float], None] | None = None
+    ) -> _Recording:
+        """Step up to simulation time ``until`` (or the run's end); the states recorded on the
+        way, at every instant t <= until."""
         m, d = self.model, self.data
-        every = math.gcd(
-            *(check_rate(r.sensors.rate_hz, m.opt.timestep, "") for r in self.scenario.robots)
-        )
-        total = sum(p.steps for p in plans)
-        n_log = -(-total // every)
-        log = {
-            "t": np.zeros(n_log),
-            "qpos": np.zeros((n_log, m.nq)),
-            "qvel": np.zeros((n_log, m.nv)),
-            "qacc": np.zeros((n_log, m.nv)),
-            "qfrc_actuator": np.zeros((n_log, m.nv)),
-            "sensordata": np.zeros((n_log, m.nsensordata)),
-            "xfrc": np.zeros((n_log, 6)),
-        }
-        labels, phase_index = np.empty(n_log, dtype=object), np.zeros(n_log, dtype=int)
-        phases, step, n = [], 0, 0
-        kp = m.actuator_gainprm[:, 0].copy()
-        report = max(total // 200, 1)
+        log = {key: [] for key in _LOGGED}
+        labels, phase_index = [], []
+        first = self.records
+        limit = until + 0.5 * m.opt.timestep
         started = time.perf_counter()
-        for index, plan in enumerate(plans):
-            kp_new = self._set_gains(plan)
-            ctrl = self._setpoints(plan)
-            self._blend(plan, ctrl, kp, kp_new)
-            kp = kp_new
-            targets = self._human_guide_targets(plan) if plan.guide else None
-            start = d.time
-            end = start + plan.steps * m.opt.timestep
-            phases.append(Phase(f"{index + 1}:{plan.program}", plan.program, start, end))
-            for k in range(plan.steps):
-                d.ctrl[:] = ctrl[k]
-                if targets is not None:
-                    self._apply_guide(plan, targets, k)
-                if step % every:
-                    mujoco.mj_step(m, d)
-                else:
-                    # After mj_step, qacc, efforts and sensordata still describe the pre-step state.
-                    log["t"][n], log["qpos"][n], log["qvel"][n] = d.time, d.qpos, d.qvel
-                    log["xfrc"][n] = d.xfrc_applied[self.payload]
-                    labels[n], phase_index[n] = plan.labels[k], index
-                    mujoco.mj_step(m, d)
-                    log["qacc"][n], log["qfrc_actuator"][n] = d.qacc, d.qfrc_actuator
-                    log["sensordata"][n] = d.sensordata
-                    n += 1
-                step += 1
-                if progress is not None and step % report == 0:
-                    progress(step / total)
-            d.xfrc_applied[self.payload] = 0.0
-        wall = time.perf_counter() - started
+        while not self.finished and d.time < limit:
+            self._step_phase(limit, log, labels, phase_index, progress)
+        self.physics_wall_time += time.perf_counter() - started
         diverged = d.warning[int(mujoco.mjtWarning.mjWARN_BADQACC)].number
         if diverged:
             raise SimulationError(
                 f"{self.scenario.name}: the simulation diverged {diverged} times (MuJoCo reset "
                 "it): lower the gains or the human-guide bandwidth, or shorten physics.timestep"
             )
-        if progress is not None:
+        if progress is not None and self.finished:
             progress(1.0)
-        return self._unpack(log, labels.astype(str), phase_index, every, wall), phases
+        return self._unpack(log, labels, phase_index, first)
+
+    def _step_phase(
+        self,
+        limit: float,
+        log: dict,
+        labels: list[str],
+        phase_index: list[int],
+        progress: Callable[[float], None] | None,
+    ) -> None:
+        """Step the current phase until its end or time ``limit``, logging each recording
+        instant (the hot loop: locals only)."""
+        m, d, plan, ctrl, targets = self.model, self.data, self.plan, self.ctrl, self.targets
+        k, steps, every, payload = self.k, self.steps, self.every, self.payload
+        report = max(int(self.scenario.duration / m.opt.timestep) // 200, 1)
+        recorded = len(labels)
+        while k < plan.steps and d.time < limit:
+            d.ctrl[:] = ctrl[k]
+            if targets is not None:
+                self._apply_guide(plan, targets, k)
+            if steps % every:
+                mujoco.mj_step(m, d)
+            else:
+                log["t"].append(d.time)
+                log["qpos"].append(d.qpos.copy())
+                log["qvel"].append(d.qvel.copy())
+                log["xfrc"].append(d.xfrc_applied[payload].copy())
+                labels.append(plan.labels[k])
+                phase_index.append(self.phase)
+                mujoco.mj_step(m, d)
+                # After mj_step, qacc, efforts and sensordata still describe the pre-step state.
+                log["qacc"].append(d.qacc.copy())
+                log["qfrc_actuator"].append(d.qfrc_actuator.copy())
+                log["sensordata"].append(d.sensordata.copy())
+            k += 1
+            steps += 1
+            if progress is not None and steps % report == 0:
+                progress(min(steps * m.opt.timestep / self.scenario.duration, 1.0))
+        self.records += len(labels) - recorded
+        self.k, self.steps = k, steps
+        if k == plan.steps:
+            self._end_phase()
 
     def _unpack(
-        self, log: dict, labels: np.ndarray, phase_index: np.ndarray, every: int, wall: float
+        self, log: dict, labels: list[str], phase_index: list[int], first: int
     ) -> _Recording:
         """Per-robot arrays out of the logged MuJoCo state vectors."""
-        qpos, s = log["qpos"], self.sensor
-        quat = qpos[:, self.payload_q + 3 : self.payload_q + 7]
+        m, s = self.model, self.sensor
+        width = {"t": (), "qpos": (m.nq,), "qvel": (m.nv,), "xfrc": (6,), "qacc": (m.nv,)}
+        width |= {"qfrc_actuator": (m.nv,), "sensordata": (m.nsensordata,)}
+        a = {key: np.reshape(np.array(log[key], dtype=float), (-1, *width[key])) for key in log}
+        qpos = a["qpos"]
         T_w_P = np.tile(np.eye(4), (len(qpos), 1, 1))
-        T_w_P[:, :3, :3] = Rotation.from_quat(quat, scalar_first=True).as_matrix()
-        T_w_P[:, :3, 3] = qpos[:, self.payload_q : self.payload_q + 3]
+        if len(qpos):
+            quat = qpos[:, self.payload_q + 3 : self.payload_q + 7]
+            T_w_P[:, :3, :3] = Rotation.from_quat(quat, scalar_first=True).as_matrix()
+            T_w_P[:, :3, 3] = qpos[:, self.payload_q : self.payload_q + 3]
 
         def sensor(kind: str) -> np.ndarray:
-            return log["sensordata"][:, s[kind][:, None] + np.arange(3)]
+            return a["sensordata"][:, s[kind][:, None] + np.arange(3)]
 
         return _Recording(
-            t=log["t"],
+            t=a["t"],
             q=qpos[:, self.qadr],
-            dq=log["qvel"][:, self.dadr],
-            ddq=log["qacc"][:, self.dadr],
-            tau=log["qfrc_actuator"][:, self.dadr],
+            dq=a["qvel"][:, self.dadr],
+            ddq=a["qacc"][:, self.dadr],
+            tau=a["qfrc_actuator"][:, self.dadr],
             ft=np.concatenate([sensor("torque"), sensor("force")], axis=2),
             gyro=sensor("gyro"),
             accel=sensor("accel"),
             T_w_P=T_w_P,
             p_w_com=T_w_P[:, :3, :3] @ self.com_P + T_w_P[:, :3, 3],
-            F_human_w=np.hstack([log["xfrc"][:, 3:], log["xfrc"][:, :3]]),
-            labels=labels,
-            phase_index=phase_index,
-            every=every,
-            wall_time=wall,
+            F_human_w=np.hstack([a["xfrc"][:, 3:], a["xfrc"][:, :3]]),
+            labels=np.array(labels, dtype=str),
+            phase_index=np.array(phase_index, dtype=int),
+            first=first,
         )
 
     def _apply_guide(self, plan: PhasePlan, targets: tuple, k: int) -> None:
@@ -803,13 +800,13 @@ def _grasp_series(
     """Grasp pose, body twist and its derivative at joint states (q, dq, ddq), by Pinocchio on
     the robot's URDF, with the wrench F_i and gravity g_i0 (in {i0}) turned into {i}."""
     out = [kin.evaluate(*x) for x in zip(*joints, strict=True)]
-    T = np.array([o.T_i0_i for o in out])
+    T = np.reshape([o.T_i0_i for o in out], (-1, 4, 4))
     return GraspSeries(
         robot_id=robot_id,
         t=t,
         T_i0_i=T,
-        V_i=np.array([o.V_i for o in out]),
-        dV_i=np.array([o.dV_i for o in out]),
+        V_i=np.reshape([o.V_i for o in out], (-1, 6)),
+        dV_i=np.reshape([o.dV_i for o in out], (-1, 6)),
         F_i=F_i,
         g_i=np.einsum("kji,j->ki", T[:, :3, :3], g_i0),
         has_force=True,
@@ -818,72 +815,217 @@ def _grasp_series(
     )
 
 
-def _robot_output(
-    scenario: GroundTeamScenario,
-    robot: RobotSpec,
-    index: int,
-    model: mujoco.MjModel,
-    rec: _Recording,
-    seed: int,
-) -> tuple[RobotRecord, GraspSeries]:
-    """One robot's measured record and its noise-free grasp series."""
-    rid = robot.robot_id
-    sel = np.arange(
-        0,
-        len(rec.t),
-        check_rate(robot.sensors.rate_hz, scenario.physics.timestep, rid) // rec.every,
-    )
-    t, q, dq, ddq = rec.t[sel], rec.q[sel, index], rec.dq[sel, index], rec.ddq[sel, index]
-    tau, ft = rec.tau[sel, index], rec.ft[sel, index]
-    labels, phase_index = rec.labels[sel].astype(str), rec.phase_index[sel]
-    urdf = scenario.urdf(model, rid)
-    kin = RobotKinematics(urdf, robot.grasp_frame, compensate_robot_dynamics=True)
-    R_w_i0 = body_pose_in_parent(model, robot.home_frame)[:3, :3]
-    g_i0 = R_w_i0.T @ np.asarray(scenario.physics.gravity)
-    kin.model.gravity.linear = g_i0
+def _velocity_derivative(t: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """dv/dt at every sample: central differences inside, one-sided at both ends (as
+    ``numpy.gradient``); zero for a single sample."""
+    out = np.zeros_like(v)
+    if len(t) >= 2:
+        out[0] = (v[1] - v[0]) / (t[1] - t[0])
+        out[-1] = (v[-1] - v[-2]) / (t[-1] - t[-2])
+        out[1:-1] = three_point_derivative(t, v)
+    return out
 
-    truth = _grasp_series(
-        kin, rid, t, (q, dq, ddq), ft, g_i0, True, {"phase": labels, "phase_index": phase_index}
-    )
 
-    sensors = RobotSensors(robot.sensors, LINEAR, seed, index)
-    kept = sensors.kept(len(t))
-    t_m = t[kept]
-    stamp = sensors.stamps(t_m)
-    q_m, dq_m = sensors.joints(q[kept], dq[kept])
-    ddq_m = np.gradient(dq_m, stamp, axis=0) if len(stamp) > 2 else np.zeros_like(dq_m)
-    passive = ~robot.actuated
-    if robot.sensors.wrench.source == "joint_torque":
-        tau_m = sensors.wrench(tau[kept])
-        tau_m[:, passive] = 0.0
-        F_m = np.array([kin.applied_wrench(*x) for x in zip(q_m, dq_m, ddq_m, tau_m, strict=True)])
-        wrench = None
-    else:
-        tau_m = tau[kept]
-        F_m = sensors.wrench(ft[kept])
-        wrench = WrenchStream(robot.grasp_frame, -F_m)
-    imu = None
-    if robot.sensors.imu.enabled:
-        gyro, accel = sensors.imu(rec.gyro[sel, index][kept], rec.accel[sel, index][kept])
-        imu = ImuStream(robot.grasp_frame, gyro, accel)
-    has_torque = robot.kind == "wrist_6dof"
-    if not has_torque:
-        F_m = F_m.copy()
-        F_m[:, :3] = np.nan
-    meta = {"phase": labels[kept], "phase_index": phase_index[kept], "time": t_m}
-    measured = _grasp_series(kin, rid, stamp, (q_m, dq_m, ddq_m), F_m, g_i0, has_torque, meta)
-    record = RobotRecord(
-        robot_id=rid,
-        kind=robot.kind,
-        home_frame_id=robot.home_frame,
-        grasp_frame_id=robot.grasp_frame,
-        time=t_m,
-        stamp=stamp,
-        grasp=measured,
-        joints=JointStream(robot.joint_names, q_m, dq_m, tau_m),
-        wrench=wrench,
-        imu=imu,
-        urdf=urdf,
-        sensor_errors=sensors.errors(),
-    )
-    return record, truth
+class _RobotChannel:
+    """One robot's sensors, clock and kinematics, applied to each recorded chunk.
+
+    The raw streams of a chunk come out at once. Each measured grasp sample waits for the next
+    one: its joint accelerations are central differences of the measured velocities (paper 000,
+    Sec. IV-B), one-sided at the run's two ends."""
+
+    def __init__(
+        self,
+        scenario: GroundTeamScenario,
+        robot: RobotSpec,
+        index: int,
+        model: mujoco.MjModel,
+        seed: int,
+        every: int,
+    ):
+        self.robot, self.index = robot, index
+        rid = robot.robot_id
+        self.ratio = check_rate(robot.sensors.rate_hz, scenario.physics.timestep, rid) // every
+        self.urdf = scenario.urdf(model, rid)
+        self.kin = RobotKinematics(self.urdf, robot.grasp_frame, compensate_robot_dynamics=True)
+        R_w_i0 = body_pose_in_parent(model, robot.home_frame)[:3, :3]
+        self.g_i0 = R_w_i0.T @ np.asarray(scenario.physics.gravity)
+        self.kin.model.gravity.linear = self.g_i0
+        self.sensors = RobotSensors(robot.sensors, LINEAR, seed, index)
+        self.has_torque = robot.kind == "wrist_6dof"
+        self.joint_torque = robot.sensors.wrench.source == "joint_torque"
+        self.held: dict[str, np.ndarray] | None = None  # measured samples not out yet
+        self.last: tuple[float, np.ndarray] | None = None  # (stamp, dq) of the last one out
+
+    def process(self, rec: _Recording, final: bool) -> tuple[RobotRecord, GraspSeries]:
+        """This robot's record of a chunk (``final``: the run ends with it) and its noise-free
+        grasp series."""
+        robot, k, sensors = self.robot, self.index, self.sensors
+        rid = robot.robot_id
+        sel = np.flatnonzero((rec.first + np.arange(len(rec.t))) % self.ratio == 0)
+        t, q, dq, ddq = rec.t[sel], rec.q[sel, k], rec.dq[sel, k], rec.ddq[sel, k]
+        tau, ft = rec.tau[sel, k], rec.ft[sel, k]
+        labels, phase_index = rec.labels[sel], rec.phase_index[sel]
+        meta = {"phase": labels, "phase_index": phase_index}
+        truth = _grasp_series(self.kin, rid, t, (q, dq, ddq), ft, self.g_i0, True, meta)
+
+        kept = sensors.kept(len(t))
+        t_m = t[kept]
+        stamp = sensors.stamps(t_m)
+        q_m, dq_m = sensors.joints(q[kept], dq[kept])
+        if self.joint_torque:
+            tau_m = sensors.wrench(tau[kept])
+            tau_m[:, ~robot.actuated] = 0.0
+            F_m = np.full((len(t_m), 6), np.nan)  # from the efforts, once ddq is known
+            wrench = None
+        else:
+            tau_m = tau[kept]
+            F_m = sensors.wrench(ft[kept])
+            wrench = WrenchStream(robot.grasp_frame, -F_m)
+        imu = None
+        if robot.sensors.imu.enabled:
+            gyro, accel = sensors.imu(rec.gyro[sel, k][kept], rec.accel[sel, k][kept])
+            imu = ImuStream(robot.grasp_frame, gyro, accel)
+        new = {"time": t_m, "stamp": stamp, "q": q_m, "dq": dq_m, "tau": tau_m, "F": F_m}
+        new |= {"phase": labels[kept], "phase_index": phase_index[kept]}
+        record = RobotRecord(
+            robot_id=rid,
+            kind=robot.kind,
+            home_frame_id=robot.home_frame,
+            grasp_frame_id=robot.grasp_frame,
+            time=t_m,
+            stamp=stamp,
+            grasp=self._measured(new, final),
+            joints=JointStream(robot.joint_names, q_m, dq_m, tau_m),
+            wrench=wrench,
+            imu=imu,
+            urdf=self.urdf,
+            sensor_errors=sensors.errors(),
+        )
+        return record, truth
+
+    def _measured(self, new: dict[str, np.ndarray], final: bool) -> GraspSeries:
+        """The measured grasp samples whose neighbours are known (all of them when ``final``)."""
+        held = (
+            new if self.held is None else {k: np.concatenate([self.held[k], new[k]]) for k in new}
+        )
+        count = len(held["stamp"]) if final else max(len(held["stamp"]) - 1, 0)
+        out = {key: value[:count] for key, value in held.items()}
+        self.held = {key: value[count:] for key, value in held.items()}
+        before = [] if self.last is None else [self.last]
+        t = np.concatenate([[b[0] for b in before], held["stamp"]])
+        dq = np.concatenate([np.reshape([b[1] for b in before], (-1, 6)), held["dq"]])
+        ddq = _velocity_derivative(t, dq)[len(before) : len(before) + count]
+        if count:
+            self.last = (out["stamp"][-1], out["dq"][-1])
+        F = out["F"]
+        if self.joint_torque:
+            joints = zip(out["q"], out["dq"], ddq, out["tau"], strict=True)
+            F = np.reshape([self.kin.applied_wrench(*x) for x in joints], (-1, 6))
+        if not self.has_torque:
+            F = F.copy()
+            F[:, :3] = np.nan
+        meta = {"phase": out["phase"], "phase_index": out["phase_index"], "time": out["time"]}
+        joints = (out["q"], out["dq"], ddq)
+        rid = self.robot.robot_id
+        return _grasp_series(
+            self.kin, rid, out["stamp"], joints, F, self.g_i0, self.has_torque, meta
+        )
+
+
+class GroundTeamStepper:
+    """A ground-team run that advances on demand: the engine of ``run`` and of the simulation
+    node.
+
+    ``advance(until)`` steps the physics up to simulation time ``until`` and returns what was
+    recorded meanwhile, as a ``SimulationResult`` of those samples only. Raw streams and ground
+    truth come out at once; each robot's measured ``GraspSeries`` lags one sample behind (see
+    ``_RobotChannel``), and the chunk that ends the run holds the rest. ``run`` is one
+    ``advance`` to the end, so a run advanced in any chunks gives the same samples."""
+
+    def __init__(self, scenario: GroundTeamScenario, seed: int | None = None):
+        self.scenario = scenario
+        self.seed = scenario.seed if seed is None else seed
+        self.model = scenario.compile()
+        self._runner = _Runner(scenario, self.model, self.seed)
+        self._robots = [
+            _RobotChannel(scenario, robot, index, self.model, self.seed, self._runner.every)
+            for index, robot in enumerate(scenario.robots)
+        ]
+        self._truth = self._truth_constants()
+
+    @property
+    def time(self) -> float:
+        """The simulation time reached [s]."""
+        return float(self._runner.data.time)
+
+    @property
+    def start_time(self) -> float:
+        """Simulation time of the first recorded instant [s] (after the warm-up)."""
+        return self._runner.start_time
+
+    @property
+    def done(self) -> bool:
+        """Every phase has run and every sample has come out."""
+        return self._runner.finished
+
+    @property
+    def phase(self) -> Phase:
+        """The phase running now (the last one once done)."""
+        return self._runner.phases[-1]
+
+    def urdfs(self) -> dict[str, str]:
+        """Every robot's URDF (its ``robot_description``)."""
+        return {channel.robot.robot_id: channel.urdf for channel in self._robots}
+
+    def advance(
+        self, until: float = math.inf, progress: Callable[[float], None] | None = None
+    ) -> SimulationResult:
+        """Simulate up to time ``until`` (default: the end); the samples recorded meanwhile."""
+        rec = self._runner.record_until(until, progress)
+        final = self._runner.finished
+        robots, truth = {}, {}
+        for channel in self._robots:
+            rid = channel.robot.robot_id
+            robots[rid], truth[rid] = channel.process(rec, final)
+        return SimulationResult(
+            scenario_name=self.scenario.name,
+            scenario_type=self.scenario.type_name,
+            seed=self.seed,
+            timestep=self.scenario.physics.timestep,
+            robots=robots,
+            ground_truth=self._ground_truth(rec, truth),
+            phases=list(self._runner.phases),
+            physics_wall_time=self._runner.physics_wall_time,
+        )
+
+    def _truth_constants(self) -> dict:
+        model, scenario = self.model, self.scenario
+        ref = scenario.reference_robot
+        self._T_P_s = site_pose_in_body(model, f"payload/{ref}")
+        T_s_P = inverse(self._T_P_s)
+        return {
+            "reference_robot": ref,
+            "payload": body_inertial_parameters(model, "payload").transformed(T_s_P),
+            "T_s_i": {
+                r.robot_id: T_s_P @ site_pose_in_body(model, f"payload/{r.robot_id}")
+                for r in scenario.robots
+            },
+            "T_w_i0": {
+                r.robot_id: body_pose_in_parent(model, r.home_frame) for r in scenario.robots
+            },
+            "clock_offsets": {r.robot_id: r.sensors.clock.offset for r in scenario.robots},
+            "gravity_w": np.array(scenario.physics.gravity),
+        }
+
+    def _ground_truth(self, rec: _Recording, grasps: dict[str, GraspSeries]) -> GroundTruth:
+        T_w_s = rec.T_w_P @ self._T_P_s
+        F_human_s = np.reshape(
+            [
+                wrench_to(inverse(transform(np.eye(3), c)) @ T, F)
+                for c, T, F in zip(rec.p_w_com, T_w_s, rec.F_human_w, strict=True)
+            ],
+            (-1, 6),
+        )
+        return GroundTruth(
+            **self._truth, grasps=grasps, time=rec.t, T_w_s=T_w_s, F_human_s=F_human_s
+        )

@@ -6,7 +6,8 @@ optional ``include: other.yaml`` (relative to the including file) is merged
 recursively first, so small test scenarios can override a preset.
 
 Every scenario type is a class registered with ``@scenario_type("name")`` that has
-``from_config(section)`` and ``run(seed, progress) -> SimulationResult``. The result
+``from_config(section)``, ``run(seed, progress) -> SimulationResult`` and
+``stepper(seed) -> Stepper`` (the same run, advanced on demand, for the simulation node). The result
 types below are shared by all types: per robot, the measured ``GraspSeries`` and
 the raw sensor streams a hardware driver would publish; and the ground truth, taken
 from the simulator's compiled model. A new scenario type adds a module, one entry in
@@ -203,6 +204,23 @@ def read_scenario_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
 
 
 # ----- the registry -------------------------------------------------------------------------
+class Stepper(Protocol):
+    """A run that advances on demand (``Scenario.stepper``): what the simulation node drives.
+
+    ``advance(until)`` simulates up to time ``until`` and returns the samples recorded
+    meanwhile as a ``SimulationResult`` of those samples only; chunks concatenated in order
+    equal ``Scenario.run``'s result."""
+
+    start_time: float
+    done: bool
+
+    def advance(
+        self, until: float = math.inf, progress: Callable[[float], None] | None = None
+    ) -> SimulationResult: ...
+
+    def urdfs(self) -> dict[str, str]: ...
+
+
 class Scenario(Protocol):
     """What every scenario type provides."""
 
@@ -212,6 +230,8 @@ class Scenario(Protocol):
     def run(
         self, seed: int | None = None, progress: Callable[[float], None] | None = None
     ) -> SimulationResult: ...
+
+    def stepper(self, seed: int | None = None) -> Stepper: ...
 
 
 def scenario_type(name: str) -> Callable[[type], type]:
@@ -298,6 +318,8 @@ class RobotRecord:
 
     ``stamp`` is the robot's clock (offset, drift, jitter), ``time`` the simulation time
     at which each kept sample was taken; dropped samples are absent from every stream.
+    In a chunk of a ``Stepper``, ``grasp`` may lag the raw streams by a sample (its
+    ``meta["time"]`` gives its samples' simulation times).
     """
 
     robot_id: str

@@ -2,8 +2,12 @@
 
 Each robot draws its own constant errors (encoder zero offsets, wrench bias and
 scale, IMU biases) once from its own generator ``numpy.random.default_rng([seed,
-robot_index])``, so changing one robot's model never changes another's noise, and
-a seed reproduces a run exactly. Models (all default to ideal):
+robot_index])``, and each kind of per-sample draw (drop-outs, clock jitter, position,
+velocity, wrench, gyro and accelerometer noise) from its own generator
+``default_rng([seed, robot_index, k])``. So changing one robot's model never changes
+another's noise, a seed reproduces a run exactly, and a run drawn in chunks (the
+simulation node steps incrementally) gets the same numbers as a run drawn at once.
+Models (all default to ideal):
 
 * encoders: joint positions with a zero offset, white noise and quantization
   (``linear_resolution`` [m], ``angular_resolution_deg``); joint velocities with
@@ -27,6 +31,7 @@ import numpy as np
 from .scenario import ScenarioError, Section
 
 RATE_RANGE_HZ = (100.0, 1000.0)
+NOISE_STREAMS = ("dropout", "jitter", "position", "velocity", "wrench", "gyro", "accel")
 WRENCH_SOURCES = ("ft_sensor", "joint_torque")
 
 
@@ -140,6 +145,10 @@ class RobotSensors:
         self.config = config
         self.linear = np.asarray(linear, dtype=bool)
         self.rng = np.random.default_rng([seed, robot_index])
+        self.noise = {
+            name: np.random.default_rng([seed, robot_index, k])
+            for k, name in enumerate(NOISE_STREAMS, start=1)
+        }
         enc, wr, imu = config.encoder, config.wrench, config.imu
         n = len(self.linear)
         self.joint_offset = self.rng.normal(size=n) * np.where(
@@ -172,35 +181,44 @@ class RobotSensors:
 
     def kept(self, count: int) -> np.ndarray:
         """Mask of the samples that are not dropped."""
-        return self.rng.random(count) >= self.config.dropout
+        return self.noise["dropout"].random(count) >= self.config.dropout
 
     def stamps(self, t: np.ndarray) -> np.ndarray:
         """The robot clock's stamps of samples taken at simulation times t."""
         clock = self.config.clock
-        jitter = self.rng.uniform(-clock.jitter, clock.jitter, size=len(t)) if clock.jitter else 0.0
+        jitter = (
+            self.noise["jitter"].uniform(-clock.jitter, clock.jitter, size=len(t))
+            if clock.jitter
+            else 0.0
+        )
         return t * (1.0 + 1e-6 * clock.drift_ppm) + clock.offset + jitter
 
     def joints(self, q: np.ndarray, dq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Measured joint positions and velocities (Q, n)."""
         enc = self.config.encoder
         noise = np.where(self.linear, enc.linear_noise, enc.angular_noise)
-        q_meas = q + self.joint_offset + self.rng.normal(size=q.shape) * noise
+        q_meas = q + self.joint_offset + self.noise["position"].normal(size=q.shape) * noise
         step = np.where(self.linear, enc.linear_resolution, enc.angular_resolution)
         q_meas = np.stack([_quantize(q_meas[:, j], step[j]) for j in range(q.shape[1])], axis=1)
         v_noise = np.where(self.linear, enc.linear_velocity_noise, enc.angular_velocity_noise)
-        return q_meas, dq + self.rng.normal(size=dq.shape) * v_noise
+        return q_meas, dq + self.noise["velocity"].normal(size=dq.shape) * v_noise
 
     def wrench(self, W: np.ndarray) -> np.ndarray:
         """Measured wrench channels (Q, 6) or joint efforts (Q, n): scale, bias, noise."""
         wr = self.config.wrench
         noise = np.where(self.wrench_linear, wr.force_noise, wr.torque_noise)
-        return W * self.wrench_scale + self.wrench_bias + self.rng.normal(size=W.shape) * noise
+        draw = self.noise["wrench"].normal(size=W.shape)
+        return W * self.wrench_scale + self.wrench_bias + draw * noise
 
     def imu(self, gyro: np.ndarray, accel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Measured angular velocity and specific force (Q, 3) each."""
         cfg = self.config.imu
-        gyro_meas = gyro + self.gyro_bias + self.rng.normal(size=gyro.shape) * cfg.gyro_noise
-        accel_meas = accel + self.accel_bias + self.rng.normal(size=accel.shape) * cfg.accel_noise
+        gyro_meas = (
+            gyro + self.gyro_bias + self.noise["gyro"].normal(size=gyro.shape) * cfg.gyro_noise
+        )
+        accel_meas = (
+            accel + self.accel_bias + self.noise["accel"].normal(size=accel.shape) * cfg.accel_noise
+        )
         return gyro_meas, accel_meas
 
 

@@ -11,6 +11,8 @@ on the robot's own clock):
 * ``/<id>/imu`` (``sensor_msgs/Imu``, if enabled): angular velocity and specific force in
   ``<id>/grasp``; no orientation (``orientation_covariance[0] = -1``);
 * ``/<id>/grasp_state`` (``GraspState``): the ready-made grasp sample of ``RobotRecord.grasp``;
+* ``/<id>/robot_description`` (``std_msgs/String``, latched): the robot's URDF, once, as
+  ``robot_state_publisher`` publishes it, so that a bag replays through the robot nodes;
 
 and ``/clock`` (simulation time, at every recording instant). Ground truth, for evaluation
 only, on ``/ground_truth/...``: ``payload`` (``PayloadEstimate`` holding the true
@@ -18,8 +20,10 @@ parameters and grasp frames in {s}, once), ``payload_pose`` (``PoseStamped`` of 
 ``world``), ``human_wrench`` (``WrenchStamped`` on the payload, about {s}, in {s}) and
 ``<id>/grasp_state`` (noise-free ``GraspState`` at the true sample times).
 
-Bag log times are the simulation times at which the samples were taken. All
-geometry_msgs conversions go through ``ros.conversions``.
+Bag log times are the simulation times at which the samples were taken; the latched topics
+(``latched_topics``: the robot descriptions and ``/ground_truth/payload``) come once, at the first
+instant, and are recorded as offered transient-local. All geometry_msgs conversions go
+through ``ros.conversions``.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import Imu, JointState
-from std_msgs.msg import Header
+from std_msgs.msg import Header, String
 
 from ..bags import write_bag
 from ..core.samples import GraspSeries
@@ -51,6 +55,16 @@ from .scenario import RobotRecord, SimulationResult
 
 Stream = Iterator[tuple[str, str, int, Any]]
 GRASP_STATE = "inertia_estimation_ros/msg/GraspState"
+PAYLOAD_TRUTH = "/ground_truth/payload"
+
+
+def robot_description_topic(robot_id: str) -> str:
+    return f"/{robot_id}/robot_description"
+
+
+def latched_topics(result: SimulationResult) -> list[str]:
+    """The latched topics of a run (transient-local: published once, kept for late joiners)."""
+    return [robot_description_topic(rid) for rid in result.robots] + [PAYLOAD_TRUTH]
 
 
 def _ns(t: float) -> int:
@@ -144,18 +158,24 @@ def payload_truth(result: SimulationResult) -> PayloadEstimate:
     return msg
 
 
+def latched_streams(result: SimulationResult, ground_truth: bool = True) -> list[Stream]:
+    """The latched topics of a run (every robot's URDF, the true payload), at its first instant."""
+    t0 = _ns(float(result.ground_truth.time[0]))
+    items = [
+        (robot_description_topic(rid), "std_msgs/msg/String", t0, String(data=record.urdf))
+        for rid, record in result.robots.items()
+    ]
+    if ground_truth:
+        items.append(
+            (PAYLOAD_TRUTH, "inertia_estimation_ros/msg/PayloadEstimate", t0, payload_truth(result))
+        )
+    return [iter([item]) for item in items]
+
+
 def ground_truth_streams(result: SimulationResult) -> list[Stream]:
+    """The ground-truth sample streams (the true payload itself is in ``latched_streams``)."""
     truth = result.ground_truth
     frame_s = result.robots[truth.reference_robot].grasp_frame_id
-
-    def payload() -> Stream:
-        t0 = float(truth.time[0])
-        yield (
-            "/ground_truth/payload",
-            "inertia_estimation_ros/msg/PayloadEstimate",
-            _ns(t0),
-            (payload_truth(result)),
-        )
 
     def pose() -> Stream:
         for t, T in zip(truth.time, truth.T_w_s, strict=True):
@@ -167,7 +187,7 @@ def ground_truth_streams(result: SimulationResult) -> list[Stream]:
             msg = WrenchStamped(header=_header(t, frame_s), wrench=to_wrench(F))
             yield "/ground_truth/human_wrench", "geometry_msgs/msg/WrenchStamped", _ns(t), msg
 
-    streams = [payload(), pose(), human()]
+    streams = [pose(), human()]
     for rid, series in truth.grasps.items():
         record = result.robots[rid]
         streams.append(
@@ -188,7 +208,7 @@ def robot_streams(record: RobotRecord) -> list[Stream]:
         grasp_state_stream(
             f"/{record.robot_id}/grasp_state",
             record.grasp,
-            record.time,
+            record.grasp.meta["time"],
             record.grasp_frame_id,
             record.home_frame_id,
         )
@@ -202,8 +222,9 @@ def robot_streams(record: RobotRecord) -> list[Stream]:
     return streams
 
 
-def simulation_streams(result: SimulationResult, ground_truth: bool = True) -> list[Stream]:
-    """Every topic of a run as time-ordered streams of (topic, type, log time [ns], message)."""
+def sample_streams(result: SimulationResult, ground_truth: bool = True) -> list[Stream]:
+    """Every sampled topic of a run (or of a chunk of one): /clock, each robot's streams and
+    the ground-truth streams, as time-ordered (topic, type, log time [ns], message)."""
     streams = [clock_stream(result.ground_truth.time)]
     for record in result.robots.values():
         streams += robot_streams(record)
@@ -212,9 +233,14 @@ def simulation_streams(result: SimulationResult, ground_truth: bool = True) -> l
     return streams
 
 
+def simulation_streams(result: SimulationResult, ground_truth: bool = True) -> list[Stream]:
+    """Every topic of a run: the latched ones at its start, then the sampled ones."""
+    return latched_streams(result, ground_truth) + sample_streams(result, ground_truth)
+
+
 def message_count(result: SimulationResult, ground_truth: bool = True) -> int:
     """How many messages ``simulation_streams`` yields (for progress bars)."""
-    count = len(result.ground_truth.time)
+    count = len(result.ground_truth.time) + len(result.robots)  # /clock, robot descriptions
     for record in result.robots.values():
         count += len(record.time) * (2 + (record.wrench is not None) + (record.imu is not None))
     if ground_truth:
@@ -234,7 +260,7 @@ def write_simulation_bag(
     streams = simulation_streams(result, ground_truth)
     if progress is not None:
         streams = [_counted(s, progress) for s in streams]
-    return write_bag(path, streams, storage)
+    return write_bag(path, streams, storage, latched_topics(result))
 
 
 def _counted(stream: Stream, progress: Any) -> Stream:

@@ -12,6 +12,7 @@ from inertia_estimation_ros.core.identification import (
     least_squares,
     total_least_squares,
 )
+from inertia_estimation_ros.core.identification.least_squares import checked_samples, gravity_load
 from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.core.regressor import body_regressor
 
@@ -126,3 +127,14 @@ def test_bad_rows_are_refused():
         data.add(np.zeros((6, 9)), np.zeros(6))
     with pytest.raises(ExcitationError, match="collect more samples"):
         least_squares(RegressionData.from_rows(np.ones((6, 10)), np.ones(6)))
+
+
+def test_gravity_load_is_the_static_mass_and_exposes_a_flipped_sign():
+    g = np.array([[0.0, 0.0, -9.81], [3.0, -4.0, -8.0]])
+    F = body_regressor(np.zeros((2, 6)), np.zeros((2, 6)), g) @ TRUTH.vec
+    assert np.allclose(gravity_load(g, F), TRUTH.mass)
+    assert np.all(gravity_load(g, -F) < 0)
+    with pytest.raises(ValueError, match="NaN"):
+        checked_samples(np.zeros((1, 6)), np.zeros((1, 6)), [[np.nan, 0, 0]], np.zeros((1, 6)))
+    with pytest.raises(ValueError, match="shapes"):
+        checked_samples(np.zeros((2, 6)), np.zeros((1, 6)), np.zeros((2, 3)), np.zeros((2, 6)))

@@ -93,3 +93,6 @@ def test_bad_input_is_refused():
         pmd.solve()
     with pytest.raises(ValueError, match="NaN"):
         pmd.add(np.full((1, 6), np.nan), np.zeros((1, 6)), [[0, 0, -9.81]], np.zeros((1, 6)))
+    pmd.add(np.zeros((2, 6)), np.zeros((2, 6)), [[0, 0, -9.81]] * 2, [[0, 0, 0, 0, 0, -5.0]] * 2)
+    with pytest.raises(ValueError, match="ON the object"):
+        pmd.solve()

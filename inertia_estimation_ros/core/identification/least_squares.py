@@ -107,6 +107,42 @@ class RegressionData:
         )
 
 
+def checked_samples(
+    V: np.ndarray, dV: np.ndarray, g: np.ndarray, F: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(V, dV, g, F) as finite (K, 6), (K, 6), (K, 3), (K, 6) arrays, or ValueError."""
+    V, dV, g, F = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (V, dV, g, F))
+    K = len(V)
+    if V.shape != (K, 6) or dV.shape != (K, 6) or g.shape != (K, 3) or F.shape != (K, 6):
+        raise ValueError(f"shapes V {V.shape}, dV {dV.shape}, g {g.shape}, F {F.shape} differ")
+    if not all(np.all(np.isfinite(x)) for x in (V, dV, g, F)):
+        raise ValueError("samples contain NaN or Inf: drop them before adding")
+    return V, dV, g, F
+
+
+def gravity_load(g: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """m_k = f_k . (-g_k) / |g_k|^2 per sample: the mass that the forces would hold up.
+
+    Gravity dominates slow motion (paper 001, Sec. III-A), so this estimates the mass; a
+    negative value means F is the load on the sensor, not the wrench on the object.
+    """
+    g, F = np.atleast_2d(g), np.atleast_2d(F)
+    norm2 = np.sum(g**2, axis=1)
+    if not np.all(norm2 > 0):
+        raise ValueError("gravity must be given in the sensor frame for every sample")
+    return -np.sum(F[:, 3:] * g, axis=1) / norm2
+
+
+def check_gravity_load(mass: float) -> None:
+    """Raise ValueError unless the forces hold a positive mass up against gravity."""
+    if not mass > 0:
+        raise ValueError(
+            "the forces do not hold the object up against gravity: F must be the wrench"
+            " applied ON the object (negate a sensor's load reading), with the payload's weight"
+            " not tared away"
+        )
+
+
 def least_squares(data: RegressionData) -> InertialParameters:
     """OLS (Atkeson et al. 1986; paper 003 Eq. 4), or WLS when the rows were weighted.
 

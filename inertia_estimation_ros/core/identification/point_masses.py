@@ -20,7 +20,7 @@ import numpy as np
 from ..consistency import solve_with_fallback
 from ..inertial import InertialParameters
 from ..regressor import body_regressor
-from .least_squares import RegressionData
+from .least_squares import RegressionData, check_gravity_load, checked_samples, gravity_load
 
 
 def point_mass_basis(points: np.ndarray) -> np.ndarray:
@@ -74,6 +74,7 @@ class PointMassDiscretization:
         self.component_weight = component_weight
         self.reduced = RegressionData()
         self.full = RegressionData()
+        self._gravity_load_sum = 0.0
         self.Phi = point_mass_basis(self.points)
         self._masses = cp.Variable(len(self.points), nonneg=True)
         self._R_reduced = cp.Parameter((11, 11))
@@ -90,17 +91,20 @@ class PointMassDiscretization:
     def add(self, V: np.ndarray, dV: np.ndarray, g: np.ndarray, F: np.ndarray) -> None:
         """Add samples: body twists V, their derivatives dV, gravity g in the sensor frame,
         and the wrenches F the sensor applies on the object, all (K, 6) / (K, 3)."""
-        V, dV, g, F = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (V, dV, g, F))
+        V, dV, g, F = checked_samples(V, dV, g, F)
+        load = float(np.sum(gravity_load(g, F)))
         w = full_model_weight(dynamism(V, dV, self.dynamism_scales), self.c1)[:, None]
         component = np.ones(6) if self.component_weight is None else self.component_weight
         zeros = np.zeros_like(V)
         self.reduced.add(body_regressor(zeros, zeros, g), F, (1.0 - w) * component)
         self.full.add(body_regressor(V, dV, g), F, w * component)
+        self._gravity_load_sum += load
 
     def solve(self) -> InertialParameters:
         """The PMD estimate; raises ConsistencyError if no solver certifies a consistent one."""
         if self.full.n_rows == 0:
             raise ValueError("no data: add samples first")
+        check_gravity_load(self._gravity_load_sum)
         for parameter, data in ((self._R_reduced, self.reduced), (self._R_full, self.full)):
             R = np.zeros((11, 11))
             R[: data.R.shape[0]] = data.R

@@ -31,7 +31,7 @@ from scipy.linalg import eigvalsh
 
 from ..inertial import InertialParameters
 from ..regressor import body_regressor
-from .least_squares import RegressionData
+from .least_squares import RegressionData, check_gravity_load, checked_samples, gravity_load
 from .point_masses import point_mass_basis
 from .sdp import ConsistentIdentification
 from .shapes import Shape, ShapeUnion
@@ -79,26 +79,24 @@ class ShapePriorIdentification:
     def reset(self) -> None:
         """Forget the data (the compiled problem and the prior's shape are kept)."""
         self.components = [RegressionData() for _ in range(6)]  # one per wrench component
-        self._mass_ratio_sum = 0.0
+        self._gravity_load_sum = 0.0
         self.n_samples = 0
 
     def add(self, V: np.ndarray, dV: np.ndarray, g: np.ndarray, F: np.ndarray) -> None:
         """Add samples (K, 6) / (K, 3): body twist, its derivative, gravity and the wrench
         on the object, all in the frame of the parameters."""
-        V, dV, g, F = (np.atleast_2d(np.asarray(x, dtype=float)) for x in (V, dV, g, F))
+        V, dV, g, F = checked_samples(V, dV, g, F)
+        load = float(np.sum(gravity_load(g, F)))
         Y = body_regressor(V, dV, g)
         for c, data in enumerate(self.components):
             data.add(Y[:, c], F[:, c])
-        self._mass_ratio_sum += float(
-            np.sum(np.linalg.norm(F[:, 3:], axis=1) / np.linalg.norm(g, axis=1))
-        )
+        self._gravity_load_sum += load
         self.n_samples += len(V)
 
     def prior(self) -> tuple[InertialParameters, np.ndarray]:
         """(mean, covariance 10x10) of the shape prior, scaled by the gravity-load mass."""
-        mass = self._mass_ratio_sum / max(self.n_samples, 1)
-        if not mass > 0:
-            raise ValueError("no gravity load in the wrenches: add samples, check sign and tare")
+        mass = self._gravity_load_sum / max(self.n_samples, 1)
+        check_gravity_load(mass)
         covariance = (self.density_spread * mass) ** 2 * self._prior_covariance
         return InertialParameters(mass * self._theta_uniform), covariance
 

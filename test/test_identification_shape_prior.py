@@ -132,3 +132,7 @@ def test_bad_input_is_refused(estimator):
     estimator.add(V, dV, g, -F)  # a sensor's load reading, not the wrench on the object
     with pytest.raises(ValueError, match="ON the object"):
         estimator.solve()
+    too_strict = ShapePriorIdentification(SHELL, WRENCH_STD, margin=1.0)
+    too_strict.add(V, dV, g, F)
+    with pytest.raises(ValueError, match="lower the margin"):
+        too_strict.solve()

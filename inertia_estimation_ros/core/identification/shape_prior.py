@@ -109,6 +109,11 @@ class ShapePriorIdentification:
         if self.n_samples == 0:
             raise ValueError("no data: add samples first")
         prior, covariance = self.prior()
+        if prior.consistency_margin() <= self.sdp.margin:
+            raise ValueError(
+                f"margin {self.sdp.margin:.1e} exceeds the smallest pseudo-inertia eigenvalue of"
+                f" the uniform body ({prior.consistency_margin():.1e}): lower the margin"
+            )
         M = np.linalg.inv(covariance + 1e-12 * np.trace(covariance) * np.eye(10))
         u = _DV_DIRECTIONS @ prior.vec  # (6 error directions, 6 components)
         variance = self.wrench_std**2 + self.twist_derivative_std**2 @ u**2

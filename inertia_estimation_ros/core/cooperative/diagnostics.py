@@ -21,6 +21,25 @@ from __future__ import annotations
 import numpy as np
 
 AXIS_NAMES = ("x", "y", "z")
+UNOBSERVABLE_VARIANCE = 1e12  # stands for "infinite" (in the units of the parameters)
+
+
+def covariance_from_information(information: np.ndarray, rcond: float = 1e-10) -> np.ndarray:
+    """The inverse of an information matrix, honest about directions it does not determine.
+
+    Eigen-directions of the Jacobi-scaled matrix below rcond times its largest eigenvalue
+    carry no information: they get the variance ``UNOBSERVABLE_VARIANCE`` instead of the
+    zero a pseudo-inverse would claim, so thresholds on standard deviations refuse them.
+    """
+    information = 0.5 * (information + information.T)
+    d = np.sqrt(np.clip(np.diag(information), 0.0, None))
+    d = np.where(d > 0, d, 1.0)
+    lam, U = np.linalg.eigh(information / np.outer(d, d))
+    known = lam > rcond * max(lam[-1], 1e-300)
+    covariance = (U[:, known] / lam[known]) @ U[:, known].T / np.outer(d, d)
+    null = U[:, ~known] / d[:, None]
+    null = null / np.linalg.norm(null, axis=0)
+    return covariance + UNOBSERVABLE_VARIANCE * null @ null.T
 
 
 def scaled_condition_number(information: np.ndarray) -> float:

@@ -32,6 +32,7 @@ from scipy.optimize import approx_fprime
 from .. import spatial as sp
 from ..inertial import InertialParameters, inertia_matrix
 from ..regressor import body_regressor
+from .diagnostics import covariance_from_information
 from .grasp_kinematics import consensus_map, noise_precision, perturbed, stacked_adjoint
 
 ROWS = {"moment": slice(0, 3), "force": slice(3, 6)}
@@ -93,13 +94,15 @@ def payload_motion(
 
 
 def consensus_covariance(
-    T_s_i: Mapping[str, np.ndarray], noise: Mapping[str, tuple[float, float]]
+    T_s_i: Mapping[str, np.ndarray],
+    weighting: Mapping[str, tuple[float, float]],
+    noise: Mapping[str, tuple[float, float]],
 ) -> np.ndarray:
-    """Covariance (6x6) of the consensus V_s (or dV_s) for per-robot (angular, linear) noise."""
+    """Covariance (6x6) of the consensus C z of ``payload_motion`` (weights from the
+    ``weighting`` noise levels) when z has per-robot (angular, linear) noise ``noise``."""
     ids = list(T_s_i)
-    precision = noise_precision(noise, ids)
-    C = consensus_map(stacked_adjoint(T_s_i, ids), precision)
-    return (C / precision) @ C.T
+    C = consensus_map(stacked_adjoint(T_s_i, ids), noise_precision(weighting, ids))
+    return (C / noise_precision(noise, ids)) @ C.T
 
 
 def payload_gravity(
@@ -247,12 +250,12 @@ class ParameterFit:
 
 
 def _scaled_solve(information: np.ndarray, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(theta, pseudo-inverse): Jacobi-scaled, so unexcited directions get zero, not noise."""
+    """(theta, covariance): the Jacobi-scaled minimum-norm solution, so unexcited
+    directions get zero rather than noise, and a covariance that calls them unknown."""
     d = np.sqrt(np.clip(np.diag(information), 0.0, None))
     d = np.where(d > 0, 1.0 / np.where(d > 0, d, 1.0), 0.0)
     scaled = np.linalg.pinv(d[:, None] * information * d, rcond=1e-10, hermitian=True)
-    pinv = d[:, None] * scaled * d
-    return pinv @ eta, pinv
+    return (d[:, None] * scaled * d) @ eta, covariance_from_information(information)
 
 
 def _wrench_noise(R: np.ndarray, A_f: np.ndarray, A_m: np.ndarray, floor: float) -> tuple:

@@ -36,10 +36,11 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
-from scipy.optimize import approx_fprime, least_squares, minimize
+from scipy.optimize import approx_fprime, minimize
 from scipy.spatial.transform import Rotation
 
 from .. import spatial as sp
+from .diagnostics import covariance_from_information
 
 ROBUST_LOSSES = ("none", "huber", "cauchy")
 
@@ -459,8 +460,8 @@ def _fit_frames(
 
     x0 = np.zeros(n_each * len(frames))
     for iteration in range(noise_iterations + 1):
-        fit = least_squares(residual, x0, method="lm", x_scale="jac", args=(frames, noise))
-        frames = apply(frames, fit.x)
+        fun = partial(residual, base=frames, level=noise)
+        frames = apply(frames, _levenberg_marquardt(fun, partial(approx_fprime, f=fun), x0))
         if iteration < noise_iterations:
             noise = update_noise(frames, noise)
     J = approx_fprime(x0, residual, 1e-7, frames, noise)
@@ -498,7 +499,7 @@ def refine_grasps(
         update,
         noise_iterations,
     )
-    covariance = np.linalg.pinv(information)
+    covariance = covariance_from_information(information)
     return GraspKinematics(
         reference_id, T, covariance, "twists", information, moments.samples, noise
     )
@@ -683,13 +684,13 @@ def refine_grasps_from_poses(
             level = _pose_noise(pose_constraints(*frames, R_bar, ids, reference_id), moments, R_bar)
     T, homes = frames
     n = 6 * (len(ids) - 1)
-    covariance = np.linalg.pinv(information)[:n, :n]
+    covariance = covariance_from_information(information)[:n, :n]
     return GraspKinematics(
         reference_id,
         T,
         covariance,
         "poses",
-        np.linalg.pinv(covariance),
+        np.linalg.pinv(covariance, hermitian=True),
         moments.samples,
         initial.twist_noise,
         level,

@@ -198,7 +198,6 @@ def _wrench_groups(
         )
         g = dy.payload_gravity({r: s.g_i for r, s in series.items()}, T)
         static = phase == "static"
-        V[static], dV[static] = 0.0, 0.0
         Y = body_regressor(V, dV, g)
         F = dy.stack_wrenches({r: s.F_i for r, s in series.items()}, ids)
         regressors.append((Y, F, static))
@@ -207,10 +206,11 @@ def _wrench_groups(
                 groups.setdefault(name, dy.WrenchMoments.empty(ids, torque))
                 groups[name].add_batch(Y[mask], F[mask])
         moving_dV.append(np.concatenate([series[r].dV_i[phase == "moving"] for r in ids], axis=1))
-    if "dynamic" in groups:
-        dV_rows = np.vstack(moving_dV)
+    dV_rows = np.vstack(moving_dV)
+    if len(dV_rows):
         noise = gk.consensus_noise(gk.StackedMoments.from_rows(ids, dV_rows), T)
-        groups["dynamic"].dV_covariance = dy.consensus_covariance(T, noise)
+        for group in groups.values():
+            group.dV_covariance = dy.consensus_covariance(T, kinematics.twist_noise, noise)
     return groups, regressors
 
 

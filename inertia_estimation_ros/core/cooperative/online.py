@@ -17,8 +17,9 @@ This is the API the coordinator node uses (paper 000's whole method, made recurs
 * Phases are detected from the signals: a set is "static" when every robot's causally
   filtered speeds and accelerations stay below the thresholds for ``static_min_duration``,
   "moving" when the angular speed exceeds ``moving_angular_speed``, else "transition".
-  Static sets use V = dV = 0 in the regressor (no differentiation noise); moving sets feed
-  the grasp kinematics; every set feeds the pose fit and the one-stage wrench fit.
+  The phase picks the set's noise group in the one-stage wrench fit (static sets are far
+  less noisy), the counts, and whether it feeds the twist fit (moving sets only). The
+  regressor always uses the measured motion, so a misclassified set costs no model error.
 * ``estimate()`` solves from the statistics when new data arrived since the last solve
   (warm-started; tens to a few hundred ms), else returns the cached estimate.
   ``estimate_now()`` forces a full solve from scratch. Call them from a timer, not per sample.
@@ -285,13 +286,10 @@ class TeamEstimator:
         if group not in self._wrenches:
             torque = [s.has_torque for s in samples]
             self._wrenches[group] = WrenchMoments.empty(self.robot_ids, torque)
+        Y = body_regressor(V_s, dV_s, g_s)
         if group == "static":
-            Y = body_regressor(np.zeros(6), np.zeros(6), g_s)
             self._tilts += np.outer(g_s, g_s) / (g_s @ g_s)
-            self._counts["static"] += 1
-        else:
-            Y = body_regressor(V_s, dV_s, g_s)
-            self._counts["dynamic"] += 1
+        self._counts[group] += 1
         self._wrenches[group].add(Y, F)
         if "wrench_maps" in self._maps:
             r = np.einsum("iab,ib->a", self._maps["wrench_maps"], F) - Y @ self._fit.theta
@@ -382,9 +380,10 @@ class TeamEstimator:
 
     def _solve_parameters(self) -> ParameterFit:
         kin = self._kinematics
-        if "dynamic" in self._wrenches and self._dtwists.samples > 0:
+        if self._dtwists.samples > 0:
             noise = consensus_noise(self._dtwists, kin.T_s_i)
-            self._wrenches["dynamic"].dV_covariance = consensus_covariance(kin.T_s_i, noise)
+            for group in self._wrenches.values():
+                group.dV_covariance = consensus_covariance(kin.T_s_i, kin.twist_noise, noise)
         return fit_parameters(
             self._wrenches,
             kin.T_s_i,

@@ -39,8 +39,11 @@ class ClockOffset:
     advice: str = ""  # set when the signals cannot determine the offset
 
 
-def _uniform(t: np.ndarray, x: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    return np.interp(grid, t, x)
+def _centered(t: np.ndarray, x: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """x on the grid, minus its mean, and zero outside its time span."""
+    inside = (grid >= t[0]) & (grid <= t[-1])
+    values = np.interp(grid, t, x)
+    return np.where(inside, values - values[inside].mean(), 0.0)
 
 
 def estimate_clock_offset(
@@ -54,21 +57,18 @@ def estimate_clock_offset(
 ) -> ClockOffset:
     """Offset of a robot's clock from cross-correlation of angular speeds |omega|.
 
-    Both signals are resampled on one uniform grid (``rate_hz``, default the faster of the
-    two median rates). Only lags up to ``max_offset`` are searched. A normalized peak below
-    ``min_correlation`` comes with advice instead of trust.
+    Both signals are resampled on one uniform grid (``rate_hz``, default four times the
+    faster of the two median rates). Only lags up to ``max_offset`` are searched. A
+    normalized peak below ``min_correlation`` comes with advice instead of trust.
     """
     t_ref, a = np.asarray(t_reference, float), np.asarray(speed_reference, float)
     t_rob, b = np.asarray(t_robot, float), np.asarray(speed_robot, float)
     if len(t_ref) < 4 or len(t_rob) < 4:
         return ClockOffset(0.0, 0.0, "too few samples to align clocks: record a few seconds")
-    rate = rate_hz or 1.0 / min(np.median(np.diff(t_ref)), np.median(np.diff(t_rob)))
+    rate = rate_hz or 4.0 / min(np.median(np.diff(t_ref)), np.median(np.diff(t_rob)))
     dt = 1.0 / rate
-    start, stop = min(t_ref[0], t_rob[0]), max(t_ref[-1], t_rob[-1])
-    grid = np.arange(start, stop, dt)
-    x = _uniform(t_ref, a, grid) * ((grid >= t_ref[0]) & (grid <= t_ref[-1]))
-    y = _uniform(t_rob, b, grid) * ((grid >= t_rob[0]) & (grid <= t_rob[-1]))
-    x, y = x - x[x != 0].mean(), y - y[y != 0].mean()
+    grid = np.arange(min(t_ref[0], t_rob[0]), max(t_ref[-1], t_rob[-1]), dt)
+    x, y = _centered(t_ref, a, grid), _centered(t_rob, b, grid)
     norm = np.sqrt(np.sum(x * x) * np.sum(y * y))
     if norm == 0:
         return ClockOffset(0.0, 0.0, "constant angular speed: rotate the payload back and forth")

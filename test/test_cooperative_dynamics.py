@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from filterpy.kalman import KalmanFilter
@@ -236,15 +238,8 @@ def test_stated_uncertainty_of_mass_com_and_inertia_matches_monte_carlo_spread()
     I_c = R_s_c @ np.diag([2.3, 3.4, 4.6]) @ R_s_c.T
     payload = InertialParameters.from_mass_com_inertia(11.412, [0.553, 0.172, 0.072], I_c)
     kin, pivot = an.paper_kinematics_motion(rng), an.paper_inertia_motion(rng)
-    noise = an.NoiseModel(
-        position_std=1e-4,
-        angle_std=np.deg2rad(0.02),
-        angular_velocity_std=0.005,
-        linear_velocity_std=0.002,
-        angular_acceleration_std=0.05,
-        linear_acceleration_std=0.02,
-        force_std=1.0,
-        moment_std=0.3,
+    noise = dataclasses.replace(
+        an.instrumented_noise(), angular_velocity_std=0.005, force_std=1.0, moment_std=0.3
     )
     settings = EstimatorSettings(residual_correlation_lags=0)
     values, stds = [], []

@@ -99,15 +99,7 @@ def test_phases_are_detected_from_the_signals(exact_run):
 
 
 def test_online_agrees_with_offline_within_the_stated_uncertainty():
-    noise = an.NoiseModel(
-        position_std=1e-4,
-        angle_std=np.deg2rad(0.02),
-        angular_velocity_std=0.003,
-        linear_velocity_std=0.002,
-        angular_acceleration_std=0.05,
-        linear_acceleration_std=0.03,
-        force_std=0.5,
-    )
+    noise = an.instrumented_noise()
     team, payload, sim, labels = session(noise, seed=3)
     estimator = TeamEstimator(team.robot_ids, "robot_1")
     for k, samples in enumerate(an.synchronized_sets(sim.measured)):

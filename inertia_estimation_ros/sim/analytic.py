@@ -556,6 +556,20 @@ def paper_inertia_motion(rng: np.random.Generator) -> PayloadMotion:
     )
 
 
+def instrumented_noise() -> NoiseModel:
+    """Robots that measure their twist and its derivative directly (e.g. wrist IMU and
+    encoders) besides their pose and force: white noise of typical low-cost sensors."""
+    return NoiseModel(
+        position_std=1e-4,
+        angle_std=np.deg2rad(0.02),
+        angular_velocity_std=0.003,
+        linear_velocity_std=0.002,
+        angular_acceleration_std=0.05,
+        linear_acceleration_std=0.03,
+        force_std=0.5,
+    )
+
+
 def paper_noise(encoder_offsets: bool = False) -> NoiseModel:
     """Notes §7.4: 14-bit gimbal angles (0.022 deg), 0.1 mm positions, white 0.1 mm / 0.02 deg,
     0.5 N force noise; optionally constant encoder zero offsets of about 1 deg (1-sigma)."""

@@ -26,7 +26,7 @@ Everything is in {s}, the reference robot's grasp frame, with core conventions
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 import numpy as np
@@ -291,19 +291,17 @@ def _keep_valid(
     if valid[0] and not valid[2]:
         com = theta[1:4] / theta[0]
         theta = InertialParameters.from_mass_com_inertia(theta[0], com, np.zeros((3, 3))).vec
-    props = payload_properties(theta, covariance) if valid[0] else _no_properties()
-    if not valid[2]:
-        props = PayloadProperties(
-            props.mass,
-            props.mass_variance,
-            props.p_s_c,
-            props.p_s_c_covariance,
-            np.zeros((3, 3)),
-            np.zeros((6, 6)),
-            np.zeros(3),
-            np.zeros((3, 3)),
-            np.eye(3),
-            np.zeros((3, 3)),
+    if valid[2]:
+        return payload_properties(theta, covariance), theta, covariance
+    props = _no_properties()
+    if valid[0]:
+        known = payload_properties(theta, covariance)
+        props = replace(
+            props,
+            mass=known.mass,
+            mass_variance=known.mass_variance,
+            p_s_c=known.p_s_c,
+            p_s_c_covariance=known.p_s_c_covariance,
         )
     return props, theta, covariance
 

@@ -1,0 +1,437 @@
+"""Paper 000 (mocobots) reproduced: the paper's method and the project's estimator, side by side.
+
+Run: .venv/bin/python bench/bench_cooperative.py [--repetitions 5] [--quick]
+
+Protocol (paper Sec. IV, notes §7): Table I team and payload, 100 Hz, rotations <= 10 deg;
+five 10 s kinematics trials, four 2 s static holds at +-8 deg tilts, four 60 s inertia
+trials about robot_3's wrist (first and last 4 s dropped: 5200 samples each); 20 N of
+internal squeeze force. Each variant is repeated with new noise and new calibration errors.
+
+* paper method: the paper's pipeline on poses and forces filtered by a 4th-order zero-phase
+  Butterworth at 5 Hz with central differences (notes §4.0): per-trial grasps (Eqs. 1-8 +
+  BFGS), mass and CoM from the static holds with the mean grasps (Eqs. 9-16), inertia per
+  trial about that CoM (Eqs. 17-33);
+* project: ``estimate_offline`` on the same recordings (Savitzky-Golay derivatives, raw poses
+  for the pose fit): one estimate from all the experiment's data, the way the online
+  estimator uses everything it has seen ("all data"). Per-trial project estimates (one 10 s
+  trial for grasps; the holds and one inertia trial for inertia) are printed too.
+
+Errors are mean absolute errors over trials and repetitions ("paper reported": Tables II-V).
+Then the online estimator: per-sample update cost for N = 3, 8, 16, and convergence time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from inertia_estimation_ros.core import signals
+from inertia_estimation_ros.core import spatial as sp
+from inertia_estimation_ros.core.cooperative import (
+    EstimatorSettings,
+    Recording,
+    TeamEstimator,
+    estimate_offline,
+    paper_grasps,
+    paper_inertia,
+    paper_mass_com,
+)
+from inertia_estimation_ros.core.cooperative import grasp_kinematics as gk
+from inertia_estimation_ros.core.inertial import InertialParameters
+from inertia_estimation_ros.sim import analytic as an
+
+RATE = 100.0
+PAIRS = (("robot_1", "robot_2"), ("robot_2", "robot_3"), ("robot_3", "robot_1"))
+PAPER = {  # Tables II-V of paper 000 (v1): mean absolute error, and percent where given
+    "R12": (1.945, None),
+    "R23": (2.746, None),
+    "R31": (1.469, None),
+    "p12": (0.031, 3.688),
+    "p23": (0.027, 2.867),
+    "p31": (0.024, 2.089),
+    "mass": (0.099, 0.867),
+    "p1c": (0.026, 4.403),
+    "Ixx": (0.154, 6.824),
+    "Iyy": (0.138, 3.999),
+    "Izz": (0.050, 0.973),
+}
+UNITS = {"R": "deg", "p": "m", "mass": "kg", "I": "kg m^2"}
+
+
+def variants() -> dict[str, an.NoiseModel]:
+    low = an.paper_noise()
+    return {
+        "noise only (notes 7.4: 14-bit angles, 0.1 mm, white 0.1 mm / 0.02 deg, 0.5 N)": low,
+        "noisy encoders (notes 6.4: white 0.5 mm / 0.1 deg)": dataclasses.replace(
+            low, position_std=5e-4, angle_std=np.deg2rad(0.1)
+        ),
+        "noise + constant encoder offsets (1 deg, 1-sigma)": an.paper_noise(encoder_offsets=True),
+    }
+
+
+# ----- data -----------------------------------------------------------------------------------
+def record(team, payload, motion, duration, keep, noise, errors, rng):
+    """Raw measured series over [0, duration), and the kept sample mask."""
+    t = np.arange(0.0, duration, 1.0 / RATE)
+    internal = an.squeeze_forces(team, 20.0)
+    sim = an.simulate(
+        team, payload, motion, t, internal=internal, noise=noise, errors=errors, rng=rng
+    )
+    return sim.measured, keep(t)
+
+
+def paper_series(raw, mask):
+    """The paper's preprocessing: 5 Hz zero-phase Butterworth, central differences."""
+    out = {}
+    for r, s in raw.items():
+        full = signals.series_from_poses(r, s.t, s.T_i0_i, s.F_i, s.g_i, 5.0, has_torque=False)
+        out[r] = _cut(full, mask)
+    return out
+
+
+def project_series(raw, mask):
+    """Project preprocessing: 5 Hz zero-phase Butterworth, Savitzky-Golay derivatives, raw
+    poses and gravity (the pose fit whitens white pose noise itself)."""
+    out = {}
+    for r, s in raw.items():
+        full = signals.series_from_poses(
+            r, s.t, s.T_i0_i, s.F_i, s.g_i, 5.0, method="savgol", has_torque=False
+        )
+        full = dataclasses.replace(full, T_i0_i=s.T_i0_i, g_i=s.g_i)
+        out[r] = _cut(full, mask)
+    return out
+
+
+def _cut(series, mask):
+    fields = ("t", "T_i0_i", "V_i", "dV_i", "F_i", "g_i")
+    return dataclasses.replace(series, **{f: getattr(series, f)[mask] for f in fields})
+
+
+def experiment(noise, seed, quick):
+    """Raw recordings of one run of the protocol, as (kind, raw, mask) tuples."""
+    rng = np.random.default_rng(seed)
+    team, payload = an.paper_team(), an.paper_payload()
+    errors = noise.draw_errors(team.robot_ids, rng, team.reference_id)
+    runs = []
+    for _ in range(2 if quick else 5):
+        motion = an.paper_kinematics_motion(rng)
+        runs.append(
+            ("kin", *record(team, payload, motion, 14.0, _middle(2.0, 12.0), noise, errors, rng))
+        )
+    statics = an.paper_static_motion()
+    duration = statics.rotation.duration
+
+    def holds(t):
+        k = statics.rotation.holding(t)
+        return (k >= 1) & (k <= 4)
+
+    runs.append(("static", *record(team, payload, statics, duration, holds, noise, errors, rng)))
+    for _ in range(2 if quick else 4):
+        motion = an.paper_inertia_motion(rng)
+        runs.append(
+            (
+                "inertia",
+                *record(team, payload, motion, 60.0, _middle(4.0, 56.0), noise, errors, rng),
+            )
+        )
+    return runs
+
+
+def _middle(start, stop):
+    return lambda t: (t >= start) & (t < stop)
+
+
+# ----- errors ---------------------------------------------------------------------------------
+def grasp_errors(T_s_i, truth):
+    out = {}
+    for i, j in PAIRS:
+        T_hat = sp.inverse(T_s_i[i]) @ T_s_i[j]
+        T = sp.inverse(truth[i]) @ truth[j]
+        key = i[-1] + j[-1]
+        out["R" + key] = np.rad2deg(sp.rotation_angle(T[:3, :3].T @ T_hat[:3, :3]))
+        out["p" + key] = np.linalg.norm(T_hat[:3, 3] - T[:3, 3])
+    return out
+
+
+def payload_errors(mass, com, moments, truth):
+    true_moments = truth.principal_axes()[0]
+    out = {"mass": abs(mass - truth.mass), "p1c": np.linalg.norm(com - truth.com)}
+    if moments is not None:
+        for name, m, m_true in zip(("Ixx", "Iyy", "Izz"), moments, true_moments, strict=True):
+            out[name] = abs(m - m_true)
+    return out
+
+
+def truth_value(row, team, payload):
+    if row.startswith("p") and row != "p1c":
+        i, j = "robot_" + row[1], "robot_" + row[2]
+        return np.linalg.norm((sp.inverse(team.T_s_i[i]) @ team.T_s_i[j])[:3, 3])
+    return {
+        "mass": payload.mass,
+        "p1c": np.linalg.norm(payload.com),
+        **dict(zip(("Ixx", "Iyy", "Izz"), payload.principal_axes()[0], strict=True)),
+    }.get(row)
+
+
+# ----- the two methods ------------------------------------------------------------------------
+def run_paper(runs, reference):
+    errors = {}
+    team, payload = an.paper_team(), an.paper_payload()
+    grasps = []
+    for kind, raw, mask in runs:
+        if kind == "kin":
+            T = paper_grasps(paper_series(raw, mask), reference)
+            grasps.append(T)
+            _collect(errors, grasp_errors(T, team.T_s_i))
+    T_mean = {
+        r: sp.transform(
+            Rotation.from_matrix([T[r][:3, :3] for T in grasps]).mean().as_matrix(),
+            np.mean([T[r][:3, 3] for T in grasps], axis=0),
+        )
+        for r in team.robot_ids
+    }
+    static = next((raw, mask) for kind, raw, mask in runs if kind == "static")
+    mass, com = paper_mass_com(paper_series(*static), T_mean, reference)
+    _collect(errors, payload_errors(mass, com, None, payload))
+    for kind, raw, mask in runs:
+        if kind == "inertia":
+            _, moments, _ = paper_inertia(paper_series(raw, mask), T_mean, com, reference)
+            _collect(
+                errors, payload_errors(mass, com, moments, payload), only=("Ixx", "Iyy", "Izz")
+            )
+    return errors
+
+
+def run_project(runs, reference):
+    team, payload = an.paper_team(), an.paper_payload()
+    recordings = {
+        kind: [
+            Recording(project_series(raw, mask), "static" if kind == "static" else "moving")
+            for k, raw, mask in runs
+            if k == kind
+        ]
+        for kind in ("kin", "static", "inertia")
+    }
+    per_trial, all_data = {}, {}
+    for rec in recordings["kin"]:
+        s = rec.series
+        fit = gk.fit_grasps(
+            {r: x.V_i for r, x in s.items()},
+            reference,
+            poses={r: x.T_i0_i for r, x in s.items()},
+            gravity={r: x.g_i for r, x in s.items()},
+        )
+        _collect(per_trial, grasp_errors(fit.T_s_i, team.T_s_i))
+    for rec in recordings["inertia"]:
+        est = estimate_offline(recordings["static"] + [rec], reference)
+        _collect(
+            per_trial,
+            _estimate_errors(est, team, payload),
+            only=("mass", "p1c", "Ixx", "Iyy", "Izz"),
+        )
+    everything = recordings["kin"] + recordings["static"] + recordings["inertia"]
+    estimate = estimate_offline(everything, reference)
+    _collect(all_data, _estimate_errors(estimate, team, payload))
+    return per_trial, all_data, estimate
+
+
+def _estimate_errors(estimate, team, payload):
+    out = grasp_errors({g.robot_id: g.T_s_i for g in estimate.grasps}, team.T_s_i)
+    moments = estimate.principal_moments if estimate.inertia_valid else None
+    out.update(payload_errors(estimate.mass, estimate.p_s_c, moments, payload))
+    return out
+
+
+def _collect(store, values, only=None):
+    for key, value in values.items():
+        if only is None or key in only:
+            store.setdefault(key, []).append(float(value))
+
+
+# ----- tables ---------------------------------------------------------------------------------
+def cell(values, unit, truth):
+    """Mean of the values, and its percentage of the true magnitude where it has one."""
+    if not values:
+        return "-"
+    mean = float(np.mean(values))
+    digits = 4 if unit == "deg" else 5
+    if truth is None:
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ({100 * mean / truth:.3f}%)"
+
+
+def print_table(title, paper, per_trial, all_data, with_ratio):
+    team, payload = an.paper_team(), an.paper_payload()
+    print(f"\n{title}")
+    header = (
+        f"{'row':5} {'unit':7} {'paper reported':>15} {'paper method':>19} "
+        f"{'project per trial':>19} {'project all data':>19} {'ratio':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for row, (reported, reported_pct) in PAPER.items():
+        unit = UNITS.get(row, UNITS.get(row[0]))
+        truth = truth_value(row, team, payload)
+        rep = f"{reported}" + (f" ({reported_pct}%)" if reported_pct else "")
+        ratio = np.mean(all_data[row]) / np.mean(paper[row]) if with_ratio else None
+        ratio_text = f"{ratio:.2f}" if ratio is not None else "n/a"
+        print(
+            f"{row:5} {unit:7} {rep:>15} {cell(paper.get(row), unit, truth):>19} "
+            f"{cell(per_trial.get(row), unit, truth):>19} "
+            f"{cell(all_data.get(row), unit, truth):>19} {ratio_text:>6}"
+        )
+
+
+# ----- online ---------------------------------------------------------------------------------
+def online_session(n, seed):
+    """A continuous session for an N-robot team: 15 s of 6-DoF motion, four static tilts,
+    40 s of pivoting; robots with twist, pose and force sensing (white noise)."""
+    rng = np.random.default_rng(seed)
+    if n == 3:
+        team, payload = an.paper_team(), an.paper_payload()
+    else:
+        team, T_s_p = an.ring_team(n, rng)
+        body = an.paper_payload()
+        payload = InertialParameters.from_mass_com_inertia(
+            body.mass, [0.0, 0.0, 0.07], np.diag(body.principal_axes()[0])
+        ).transformed(T_s_p)
+    kin = an.paper_kinematics_motion(rng)
+    pivot = an.paper_inertia_motion(rng)
+    tilts = an.paper_static_motion().rotation
+    still = an.SmoothWaypoints(np.zeros((1, 3)), 1.0, 1.0)
+    segments = [
+        (
+            an.PayloadMotion(
+                an.Ramped(kin.rotation, 15, 1.5), an.Ramped(kin.translation, 15, 1.5), kin.pivot_s
+            ),
+            15.0,
+        ),
+        (an.PayloadMotion(tilts, still, payload.com), tilts.duration),
+        (
+            an.PayloadMotion(
+                an.Ramped(pivot.rotation, 40, 2.0),
+                pivot.translation,
+                team.T_s_i[team.robot_ids[-1]][:3, 3],
+            ),
+            40.0,
+        ),
+    ]
+    noise = an.instrumented_noise()
+    sim, _ = an.simulate_session(
+        team, payload, segments, RATE, noise=noise, rng=rng, internal=an.squeeze_forces(team, 20.0)
+    )
+    return team, payload, an.synchronized_sets(sim.measured)
+
+
+def online_run(n, seed):
+    """Feed the session sample by sample; estimate() every 0.25 s for 5 s, then every 2 s."""
+    team, payload, sets = online_session(n, seed)
+    estimator = TeamEstimator(team.robot_ids, team.reference_id, EstimatorSettings())
+    update_times, history = [], []
+    for k, samples in enumerate(sets):
+        start = time.perf_counter()
+        estimator.update(samples)
+        update_times.append(time.perf_counter() - start)
+        every = 25 if k < 5 * RATE else 200
+        if (k + 1) % every == 0:
+            history.append(((k + 1) / RATE, estimator.estimate()))
+    start = time.perf_counter()
+    final = estimator.estimate_now()
+    return np.array(update_times), history, final, time.perf_counter() - start, team, payload
+
+
+def convergence_time(history, final, quantity):
+    """Earliest estimate time after which ``quantity`` stays within 5% of its final value."""
+    target = quantity(final)
+    if target is None:
+        return None
+    times = [t for t, _ in history]
+    good = [
+        q is not None and np.linalg.norm(q - target) <= 0.05 * np.linalg.norm(target)
+        for q in (quantity(e) for _, e in history)
+    ]
+    bad = [k for k, ok in enumerate(good) if not ok]
+    if not bad:
+        return times[0]
+    return times[bad[-1] + 1] if bad[-1] + 1 < len(times) else None
+
+
+QUANTITIES = {
+    "grasp positions": lambda e: (
+        np.concatenate([g.T_s_i[:3, 3] for g in e.grasps]) if e.grasps_valid else None
+    ),
+    "mass": lambda e: np.array([e.mass]) if e.mass_valid else None,
+    "CoM": lambda e: e.p_s_c if e.com_valid else None,
+    "principal moments": lambda e: e.principal_moments if e.inertia_valid else None,
+}
+
+
+def online_table(quick):
+    print(
+        "\nOnline TeamEstimator: one session per team size (15 s of 6-DoF motion, 4 static "
+        "tilts, 40 s pivoting; estimate() every 0.25 s for 5 s, then every 2 s)"
+    )
+    print(
+        f"{'N':>3} {'update median':>14} {'update p95':>11} {'per robot':>10} {'solve':>8}  "
+        "converged within 5% of the final value at [s]"
+    )
+    for n in (3, 8) if quick else (3, 8, 16):
+        times, history, final, solve, team, payload = online_run(n, seed=10 + n)
+        conv = {name: convergence_time(history, final, q) for name, q in QUANTITIES.items()}
+        conv_text = ", ".join(
+            f"{k} {v:.0f}" if v is not None else f"{k} never" for k, v in conv.items()
+        )
+        median, p95 = 1e6 * np.median(times), 1e6 * np.percentile(times, 95)
+        print(
+            f"{n:>3} {median:>11.0f} us {p95:>8.0f} us {median / n:>7.0f} us {solve:>7.2f}s  "
+            f"{conv_text}"
+        )
+        errors = _estimate_errors_any(final, team, payload)
+        print(f"    final: stage {final.stage.name}, {errors}")
+
+
+def _estimate_errors_any(estimate, team, payload):
+    grasp = max(
+        np.linalg.norm(g.T_s_i[:3, 3] - team.T_s_i[g.robot_id][:3, 3]) for g in estimate.grasps
+    )
+    moments = payload.principal_axes()[0]
+    rel = np.abs(estimate.principal_moments - moments) / moments
+    return (
+        f"grasp position error max {1000 * grasp:.2f} mm, "
+        f"mass {estimate.mass - payload.mass:+.4f} kg, "
+        f"CoM {1000 * np.linalg.norm(estimate.p_s_c - payload.com):.2f} mm, "
+        f"moments {np.array2string(100 * rel, precision=2)} %"
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="fewer trials, for a smoke run")
+    args = parser.parse_args()
+    reference = "robot_1"
+    print(__doc__.split("\n\n")[0])
+    for k, (name, noise) in enumerate(variants().items()):
+        paper, per_trial, all_data = {}, {}, {}
+        start = time.perf_counter()
+        for rep in range(args.repetitions):
+            runs = experiment(noise, seed=1000 * k + rep, quick=args.quick)
+            for key, values in run_paper(runs, reference).items():
+                paper.setdefault(key, []).extend(values)
+            trial, whole, _ = run_project(runs, reference)
+            for store, values in ((per_trial, trial), (all_data, whole)):
+                for key, v in values.items():
+                    store.setdefault(key, []).extend(v)
+        title = (
+            f"Variant: {name}; {args.repetitions} repetitions ({time.perf_counter() - start:.0f} s)"
+        )
+        print_table(title, paper, per_trial, all_data, with_ratio="offsets" not in name)
+    online_table(args.quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -69,6 +69,20 @@ class RobotKinematics:
             )
         return np.array([index[name] for name in self.joint_names])
 
+    def frame_in_grasp(self, frame: str) -> np.ndarray:
+        """T_i_f of a frame rigidly attached to the grasp frame {i} (e.g. a sensor frame).
+
+        Raises ``RobotModelError`` if the URDF has no such frame or a joint moves it relative
+        to {i}."""
+        if not self.model.existFrame(frame):
+            raise RobotModelError(f"frame {frame!r} is not in the URDF")
+        f, i = self.model.frames[self.model.getFrameId(frame)], self.model.frames[self.frame_id]
+        if f.parentJoint != i.parentJoint:
+            raise RobotModelError(
+                f"frame {frame!r} is not rigidly attached to the grasp frame {i.name!r}"
+            )
+        return (i.placement.inverse() * f.placement).homogeneous
+
     def evaluate(
         self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau: np.ndarray | None = None
     ) -> GraspKinematics:

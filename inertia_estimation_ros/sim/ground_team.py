@@ -968,11 +968,6 @@ class GroundTeamStepper:
         """Every phase has run and every sample has come out."""
         return self._runner.finished
 
-    @property
-    def phase(self) -> Phase:
-        """The phase running now (the last one once done)."""
-        return self._runner.phases[-1]
-
     def urdfs(self) -> dict[str, str]:
         """Every robot's URDF (its ``robot_description``)."""
         return {channel.robot.robot_id: channel.urdf for channel in self._robots}

@@ -211,7 +211,8 @@ class Stepper(Protocol):
     meanwhile as a ``SimulationResult`` of those samples only; chunks concatenated in order
     equal ``Scenario.run``'s result."""
 
-    start_time: float
+    start_time: float  # simulation time of the first recorded instant [s]
+    time: float  # simulation time reached [s]
     done: bool
 
     def advance(

@@ -28,7 +28,7 @@ through ``ros.conversions``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +55,49 @@ from .scenario import RobotRecord, SimulationResult
 
 Stream = Iterator[tuple[str, str, int, Any]]
 GRASP_STATE = "inertia_estimation_ros/msg/GraspState"
+# Per robot: topic /<id>/<name> and its type.
+ROBOT_TOPICS = {
+    "joint_states": "sensor_msgs/msg/JointState",
+    "ft_sensor": "geometry_msgs/msg/WrenchStamped",
+    "imu": "sensor_msgs/msg/Imu",
+    "grasp_state": GRASP_STATE,
+    "robot_description": "std_msgs/msg/String",
+}
+CLOCK = ("/clock", "rosgraph_msgs/msg/Clock")
 PAYLOAD_TRUTH = "/ground_truth/payload"
+GROUND_TRUTH_TOPICS = {
+    PAYLOAD_TRUTH: "inertia_estimation_ros/msg/PayloadEstimate",
+    "/ground_truth/payload_pose": "geometry_msgs/msg/PoseStamped",
+    "/ground_truth/human_wrench": "geometry_msgs/msg/WrenchStamped",
+}
+
+
+def robot_topic(robot_id: str, name: str) -> tuple[str, str]:
+    """(topic, type) of a per-robot topic, ``name`` a key of ROBOT_TOPICS."""
+    return f"/{robot_id}/{name}", ROBOT_TOPICS[name]
+
+
+def ground_truth_grasp_topic(robot_id: str) -> str:
+    return f"/ground_truth/{robot_id}/grasp_state"
 
 
 def robot_description_topic(robot_id: str) -> str:
-    return f"/{robot_id}/robot_description"
+    return robot_topic(robot_id, "robot_description")[0]
+
+
+def topic_types(result: SimulationResult, ground_truth: bool = True) -> dict[str, str]:
+    """Every topic that a run (or any chunk of it) publishes, and its message type."""
+    types = dict([CLOCK])
+    for rid, record in result.robots.items():
+        names = ["grasp_state", "robot_description"]
+        names += ["joint_states"] if record.joints is not None else []
+        names += ["ft_sensor"] if record.wrench is not None else []
+        names += ["imu"] if record.imu is not None else []
+        types.update(robot_topic(rid, name) for name in names)
+    if ground_truth:
+        types.update(GROUND_TRUTH_TOPICS)
+        types.update((ground_truth_grasp_topic(rid), GRASP_STATE) for rid in result.robots)
+    return types
 
 
 def latched_topics(result: SimulationResult) -> list[str]:
@@ -77,12 +115,12 @@ def _header(stamp: float, frame_id: str = "") -> Header:
 
 def clock_stream(times: np.ndarray) -> Stream:
     for t in times:
-        yield "/clock", "rosgraph_msgs/msg/Clock", _ns(t), Clock(clock=to_time(t))
+        yield *CLOCK, _ns(t), Clock(clock=to_time(t))
 
 
 def joint_state_stream(record: RobotRecord) -> Stream:
     joints = record.joints
-    topic = f"/{record.robot_id}/joint_states"
+    topic, kind = robot_topic(record.robot_id, "joint_states")
     for k, (t, stamp) in enumerate(zip(record.time, record.stamp, strict=True)):
         msg = JointState(
             header=_header(stamp),
@@ -91,20 +129,20 @@ def joint_state_stream(record: RobotRecord) -> Stream:
             velocity=joints.velocity[k].tolist(),
             effort=joints.effort[k].tolist(),
         )
-        yield topic, "sensor_msgs/msg/JointState", _ns(t), msg
+        yield topic, kind, _ns(t), msg
 
 
 def wrench_stream(record: RobotRecord) -> Stream:
     sensor = record.wrench
-    topic = f"/{record.robot_id}/ft_sensor"
+    topic, kind = robot_topic(record.robot_id, "ft_sensor")
     for t, stamp, W in zip(record.time, record.stamp, sensor.wrench, strict=True):
         msg = WrenchStamped(header=_header(stamp, sensor.frame_id), wrench=to_wrench(W))
-        yield topic, "geometry_msgs/msg/WrenchStamped", _ns(t), msg
+        yield topic, kind, _ns(t), msg
 
 
 def imu_stream(record: RobotRecord) -> Stream:
     imu = record.imu
-    topic = f"/{record.robot_id}/imu"
+    topic, kind = robot_topic(record.robot_id, "imu")
     no_orientation = [-1.0] + [0.0] * 8
     for t, stamp, w, a in zip(
         record.time, record.stamp, imu.angular_velocity, imu.linear_acceleration, strict=True
@@ -115,7 +153,7 @@ def imu_stream(record: RobotRecord) -> Stream:
             angular_velocity=to_vector3(w),
             linear_acceleration=to_vector3(a),
         )
-        yield topic, "sensor_msgs/msg/Imu", _ns(t), msg
+        yield topic, kind, _ns(t), msg
 
 
 def grasp_state_stream(
@@ -162,74 +200,81 @@ def latched_streams(result: SimulationResult, ground_truth: bool = True) -> list
     """The latched topics of a run (every robot's URDF, the true payload), at its first instant."""
     t0 = _ns(float(result.ground_truth.time[0]))
     items = [
-        (robot_description_topic(rid), "std_msgs/msg/String", t0, String(data=record.urdf))
+        (*robot_topic(rid, "robot_description"), t0, String(data=record.urdf))
         for rid, record in result.robots.items()
     ]
     if ground_truth:
-        items.append(
-            (PAYLOAD_TRUTH, "inertia_estimation_ros/msg/PayloadEstimate", t0, payload_truth(result))
-        )
+        items.append((PAYLOAD_TRUTH, GROUND_TRUTH_TOPICS[PAYLOAD_TRUTH], t0, payload_truth(result)))
     return [iter([item]) for item in items]
 
 
-def ground_truth_streams(result: SimulationResult) -> list[Stream]:
-    """The ground-truth sample streams (the true payload itself is in ``latched_streams``)."""
+def _everything(topic: str) -> bool:
+    return True
+
+
+def ground_truth_streams(
+    result: SimulationResult, include: Callable[[str], bool] = _everything
+) -> list[Stream]:
+    """The ground-truth sample streams of the topics ``include`` accepts (the true payload
+    itself is in ``latched_streams``)."""
     truth = result.ground_truth
     frame_s = result.robots[truth.reference_robot].grasp_frame_id
 
     def pose() -> Stream:
         for t, T in zip(truth.time, truth.T_w_s, strict=True):
             msg = PoseStamped(header=_header(t, "world"), pose=to_pose(T))
-            yield "/ground_truth/payload_pose", "geometry_msgs/msg/PoseStamped", _ns(t), msg
+            topic = "/ground_truth/payload_pose"
+            yield topic, GROUND_TRUTH_TOPICS[topic], _ns(t), msg
 
     def human() -> Stream:
         for t, F in zip(truth.time, truth.F_human_s, strict=True):
             msg = WrenchStamped(header=_header(t, frame_s), wrench=to_wrench(F))
-            yield "/ground_truth/human_wrench", "geometry_msgs/msg/WrenchStamped", _ns(t), msg
+            topic = "/ground_truth/human_wrench"
+            yield topic, GROUND_TRUTH_TOPICS[topic], _ns(t), msg
 
-    streams = [pose(), human()]
+    streams = [pose()] if include("/ground_truth/payload_pose") else []
+    streams += [human()] if include("/ground_truth/human_wrench") else []
     for rid, series in truth.grasps.items():
         record = result.robots[rid]
-        streams.append(
-            grasp_state_stream(
-                f"/ground_truth/{rid}/grasp_state",
-                series,
-                series.t,
-                record.grasp_frame_id,
-                record.home_frame_id,
-            )
-        )
+        topic = ground_truth_grasp_topic(rid)
+        if include(topic):
+            frames = (record.grasp_frame_id, record.home_frame_id)
+            streams.append(grasp_state_stream(topic, series, series.t, *frames))
     return streams
 
 
-def robot_streams(record: RobotRecord) -> list[Stream]:
-    """The raw driver topics and the GraspState of one robot."""
-    streams = [
-        grasp_state_stream(
-            f"/{record.robot_id}/grasp_state",
-            record.grasp,
-            record.grasp.meta["time"],
-            record.grasp_frame_id,
-            record.home_frame_id,
-        )
-    ]
-    if record.joints is not None:
-        streams.append(joint_state_stream(record))
-    if record.wrench is not None:
-        streams.append(wrench_stream(record))
-    if record.imu is not None:
-        streams.append(imu_stream(record))
+def robot_streams(
+    record: RobotRecord, include: Callable[[str], bool] = _everything
+) -> list[Stream]:
+    """The raw driver topics and the GraspState of one robot (those ``include`` accepts)."""
+    rid, streams = record.robot_id, []
+    topic = robot_topic(rid, "grasp_state")[0]
+    if include(topic):
+        frames = (record.grasp_frame_id, record.home_frame_id)
+        streams.append(grasp_state_stream(topic, record.grasp, record.grasp.meta["time"], *frames))
+    for name, data, stream in (
+        ("joint_states", record.joints, joint_state_stream),
+        ("ft_sensor", record.wrench, wrench_stream),
+        ("imu", record.imu, imu_stream),
+    ):
+        if data is not None and include(robot_topic(rid, name)[0]):
+            streams.append(stream(record))
     return streams
 
 
-def sample_streams(result: SimulationResult, ground_truth: bool = True) -> list[Stream]:
-    """Every sampled topic of a run (or of a chunk of one): /clock, each robot's streams and
-    the ground-truth streams, as time-ordered (topic, type, log time [ns], message)."""
-    streams = [clock_stream(result.ground_truth.time)]
+def sample_streams(
+    result: SimulationResult,
+    ground_truth: bool = True,
+    include: Callable[[str], bool] = _everything,
+) -> list[Stream]:
+    """Every sampled topic of a run (or of a chunk of one) that ``include`` accepts: /clock,
+    each robot's streams and the ground-truth streams, as time-ordered (topic, type, log
+    time [ns], message). Streams left out cost nothing."""
+    streams = [clock_stream(result.ground_truth.time)] if include(CLOCK[0]) else []
     for record in result.robots.values():
-        streams += robot_streams(record)
+        streams += robot_streams(record, include)
     if ground_truth:
-        streams += ground_truth_streams(result)
+        streams += ground_truth_streams(result, include)
     return streams
 
 

@@ -1,0 +1,42 @@
+"""The package's ROS 2 nodes, by executable name: the registry ``ros.graph`` starts them from.
+
+Each node module ``ros/nodes/<executable>.py`` defines
+
+* ``INTERFACE``: its ``NodeInterface`` (topics, services, parameters; the README's tables);
+* a node class that takes rclpy ``Node``'s keyword arguments (``context``, ``namespace``,
+  ``parameter_overrides``, ``use_global_arguments``, ...) and names itself after its
+  executable, so that it runs in any executor, in-process or alone;
+* ``main()``, the executable (``runtime.run_executable``).
+
+A node may set ``finished`` (a ``threading.Event``) to end the graph it runs in (the
+simulation node does when its scenario is over and ``exit_when_done`` is set).
+Adding a node is one line in ``NODES`` plus the executable in setup.py and CMakeLists.txt.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from ..interface import NodeInterface
+
+# executable -> (module, node class)
+NODES: dict[str, tuple[str, str]] = {
+    "robot_node": ("inertia_estimation_ros.ros.nodes.robot_node", "RobotNode"),
+    "sim_node": ("inertia_estimation_ros.ros.nodes.sim_node", "SimNode"),
+}
+
+
+def node_module(executable: str) -> ModuleType:
+    """The module of a registered node; KeyError naming the known ones if it is not."""
+    if executable not in NODES:
+        raise KeyError(f"no node {executable!r}; the package's nodes are {sorted(NODES)}")
+    return importlib.import_module(NODES[executable][0])
+
+
+def node_class(executable: str) -> type:
+    return getattr(node_module(executable), NODES[executable][1])
+
+
+def node_interface(executable: str) -> NodeInterface:
+    return node_module(executable).INTERFACE

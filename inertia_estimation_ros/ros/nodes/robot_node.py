@@ -1,0 +1,397 @@
+"""``robot_node``: one robot's GraspState stream, from its joint states (or a grasp pose), F/T
+sensor (or joint efforts) and optional IMU. One per robot, in the robot's namespace.
+
+A thin adapter: messages become arrays (``ros.conversions``), ``core.grasp_signals`` does all
+the processing, and its samples go out as ``GraspState`` (plus ``TwistStamped`` and
+``WrenchStamped`` for plotting and RViz). The URDF comes from the ``robot_description``
+parameter or, when that is empty, from the latched ``robot_description`` topic (as
+``robot_state_publisher`` publishes it). Bad input is rejected and counted on /diagnostics;
+the node never raises on input.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import SimpleNamespace
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from rclpy.node import Node
+from sensor_msgs.msg import Imu, JointState
+from std_msgs.msg import Header, String
+
+from ...core.grasp_signals import (
+    FT_MEASURES,
+    GRAVITY_SOURCES,
+    KINEMATICS_SOURCES,
+    WRENCH_SOURCES,
+    GraspSignals,
+    GraspSignalSettings,
+)
+from ...core.robot_kinematics import RobotModelError
+from ...core.samples import GraspSample
+from ...msg import GraspState
+from ..conversions import (
+    pose_matrix,
+    seconds,
+    to_grasp_state,
+    to_time,
+    to_twist,
+    to_wrench,
+    vector3,
+    wrench_vector,
+)
+from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Topic
+from ..parameters import Param, ParameterError, declare
+from ..runtime import diagnostics, run_executable, steady_timer
+
+STALE = 2.0  # [s] without kinematic input (after some arrived) is an error
+
+INTERFACE = NodeInterface(
+    executable="robot_node",
+    description=(
+        "One robot's grasp-frame signals (one node per robot, in its namespace, e.g. "
+        "`/robot_1`): pose, body twist, twist derivative, the wrench applied on the payload "
+        "and gravity, causally filtered, as `GraspState` at `rate_hz`, stamped with the "
+        "robot's sample time (one sample period late: central differences). Processing: "
+        "`core/grasp_signals.py`. Subscriptions depend on `kinematics_source`, "
+        "`wrench_source`, `gravity_source` and `robot_description`."
+    ),
+    publishes=[
+        Topic(
+            "grasp_state",
+            "inertia_estimation_ros/msg/GraspState",
+            "sensor",
+            "the robot's synchronized grasp samples, for the coordinator",
+        ),
+        Topic(
+            "grasp_twist",
+            "geometry_msgs/msg/TwistStamped",
+            "sensor",
+            "body twist V_i in the grasp frame (plots, RViz)",
+        ),
+        Topic(
+            "grasp_wrench",
+            "geometry_msgs/msg/WrenchStamped",
+            "sensor",
+            "wrench F_i applied on the payload, in the grasp frame (plots, RViz)",
+        ),
+        Topic(
+            "/diagnostics",
+            "diagnostic_msgs/msg/DiagnosticArray",
+            "reliable",
+            "input and output rates, rejected messages by reason, restarts, last error",
+        ),
+    ],
+    subscribes=[
+        Topic(
+            "joint_states",
+            "sensor_msgs/msg/JointState",
+            "sensor",
+            "joint positions, velocities (and efforts); `kinematics_source: joint_states`",
+        ),
+        Topic(
+            "grasp_pose",
+            "geometry_msgs/msg/PoseStamped",
+            "sensor",
+            "T_i0_i in the home frame; `kinematics_source: grasp_pose`",
+        ),
+        Topic(
+            "ft_sensor",
+            "geometry_msgs/msg/WrenchStamped",
+            "sensor",
+            "F/T reading in a frame on the grasp link; `wrench_source: ft_sensor`",
+        ),
+        Topic(
+            "imu",
+            "sensor_msgs/msg/Imu",
+            "sensor",
+            "wrist IMU (specific force) in a frame on the grasp link; `gravity_source: imu`",
+        ),
+        Topic(
+            "robot_description",
+            "std_msgs/msg/String",
+            "latched",
+            "the URDF, when the `robot_description` parameter is empty and joint states are used",
+        ),
+    ],
+    parameters=[
+        Param("robot_id", "string", "", "team-unique robot id; empty: the node's namespace"),
+        Param(
+            "grasp_frame", "string", "", "grasp frame {i} (a URDF frame); empty: <robot_id>/grasp"
+        ),
+        Param(
+            "home_frame", "string", "", "home frame {i0} (the URDF root); empty: <robot_id>/home"
+        ),
+        Param(
+            "kinematics_source",
+            "string",
+            "joint_states",
+            "joint_states (with the URDF) or grasp_pose (a PoseStamped of {i} in {i0})",
+            choices=KINEMATICS_SOURCES,
+        ),
+        Param("robot_description", "string", "", "the URDF; empty: the robot_description topic"),
+        Param(
+            "wrench_source",
+            "string",
+            "ft_sensor",
+            "ft_sensor, joint_efforts (through the Jacobian, robot dynamics removed) or none",
+            choices=WRENCH_SOURCES,
+        ),
+        Param(
+            "ft_measures",
+            "string",
+            "wrench_on_robot",
+            "what the F/T reads: the wrench the payload exerts on the robot (Gazebo's "
+            "child_to_parent, F_i = -reading) or the wrench on the payload",
+            choices=FT_MEASURES,
+        ),
+        Param("has_torque", "bool", True, "false: the grasp transmits no moment (passive gimbal)"),
+        Param(
+            "gravity_source",
+            "string",
+            "home_frame",
+            "home_frame (R_i0_i^T gravity), imu (wrist accelerometer) or none",
+            choices=GRAVITY_SOURCES,
+        ),
+        Param(
+            "gravity",
+            "double_array",
+            [0.0, 0.0, -9.81],
+            "gravity in the home frame {i0} [m/s^2]",
+            bounds=(-20.0, 20.0),
+            length=3,
+        ),
+        Param(
+            "cutoff_hz",
+            "double",
+            5.0,
+            "causal Butterworth cutoff for every signal [Hz]; 0: no filter",
+            bounds=(0.0, 1000.0),
+        ),
+        Param("filter_order", "int", 4, "Butterworth order", bounds=(1, 8)),
+        Param(
+            "rate_hz",
+            "double",
+            100.0,
+            "GraspState rate [Hz]: every n-th sample, n = round(input rate / rate_hz); 0: all",
+            bounds=(0.0, 10000.0),
+        ),
+        Param(
+            "compensate_robot_dynamics",
+            "bool",
+            True,
+            "joint_efforts: subtract the robot's own dynamics (RNEA on the URDF)",
+        ),
+        Param(
+            "max_gap",
+            "double",
+            0.1,
+            "a longer gap between samples restarts the filters [s]",
+            bounds=(1e-3, 60.0),
+        ),
+        Param(
+            "clock_jump",
+            "double",
+            0.5,
+            "a stamp this much before the last one (a looping bag) restarts everything [s]",
+            bounds=(1e-3, 1e6),
+        ),
+        Param(
+            "sync_timeout",
+            "double",
+            0.05,
+            "how long a sample waits for its F/T and IMU data before it goes without [s]",
+            bounds=(0.0, 10.0),
+        ),
+        Param(
+            "diagnostics_period", "double", 1.0, "period of /diagnostics [s]", bounds=(0.05, 60.0)
+        ),
+    ],
+)
+
+
+class RobotNode(Node):
+    """The robot node (see the module docstring); rclpy ``Node`` keyword arguments pass through."""
+
+    def __init__(self, **kwargs: object):
+        super().__init__("robot_node", **kwargs)
+        p = declare(self, INTERFACE.parameters)
+        self.settings = self._settings(p)
+        self.signals = GraspSignals(self.settings)
+        self.model_error = ""
+        if p.robot_description:
+            try:
+                self.signals.set_urdf(p.robot_description)
+            except RobotModelError as error:
+                raise ParameterError(
+                    f"parameter '{self.get_fully_qualified_name()}.robot_description' cannot be "
+                    f"used: {error}"
+                ) from None
+        self._outputs = {
+            "grasp_state": self.create_publisher(GraspState, "grasp_state", SENSOR_QOS),
+            "grasp_twist": self.create_publisher(TwistStamped, "grasp_twist", SENSOR_QOS),
+            "grasp_wrench": self.create_publisher(WrenchStamped, "grasp_wrench", SENSOR_QOS),
+        }
+        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        s = self.settings
+        if s.kinematics_source == "joint_states":
+            if not p.robot_description:  # first: executors serve subscriptions in this order
+                self.create_subscription(String, "robot_description", self._on_urdf, LATCHED_QOS)
+            self.create_subscription(JointState, "joint_states", self._on_joints, SENSOR_QOS)
+        else:
+            self.create_subscription(PoseStamped, "grasp_pose", self._on_pose, SENSOR_QOS)
+        if s.wrench_source == "ft_sensor":
+            self.create_subscription(WrenchStamped, "ft_sensor", self._on_wrench, SENSOR_QOS)
+        if s.gravity_source == "imu":
+            self.create_subscription(Imu, "imu", self._on_imu, SENSOR_QOS)
+        self._urdf = p.robot_description
+        self._last_input = None  # monotonic time of the last kinematic message
+        self._report = {"time": time.monotonic(), "accepted": 0, "emitted": 0}
+        self._report |= {"rejected": 0, "missing": 0}
+        steady_timer(self, p.diagnostics_period, self._publish_diagnostics)
+
+    def _settings(self, p: SimpleNamespace) -> GraspSignalSettings:
+        robot_id = p.robot_id or self.get_namespace().strip("/")
+        if not robot_id:
+            raise ParameterError(
+                f"parameter '{self.get_fully_qualified_name()}.robot_id' is empty and the node "
+                "has no namespace: set robot_id or run the node in the robot's namespace"
+            )
+        try:
+            return GraspSignalSettings(
+                robot_id=robot_id,
+                grasp_frame=p.grasp_frame or f"{robot_id}/grasp",
+                home_frame=p.home_frame or f"{robot_id}/home",
+                kinematics_source=p.kinematics_source,
+                wrench_source=p.wrench_source,
+                ft_measures=p.ft_measures,
+                has_torque=p.has_torque,
+                gravity_source=p.gravity_source,
+                gravity_i0=tuple(p.gravity),
+                cutoff_hz=p.cutoff_hz,
+                filter_order=p.filter_order,
+                output_rate_hz=p.rate_hz,
+                compensate_robot_dynamics=p.compensate_robot_dynamics,
+                max_gap=p.max_gap,
+                clock_jump=p.clock_jump,
+                sync_timeout=p.sync_timeout,
+            )
+        except ValueError as error:
+            raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
+
+    # ----- inputs ---------------------------------------------------------------------------
+    def _on_urdf(self, msg: String) -> None:
+        if msg.data == self._urdf and not self.model_error:
+            return
+        self._urdf = msg.data
+        try:
+            self.signals.set_urdf(msg.data)
+            self.model_error = ""
+            self.get_logger().info(f"robot_description received ({len(msg.data)} characters)")
+        except RobotModelError as error:
+            self.model_error = f"robot_description cannot be used: {error}"
+            self.get_logger().error(self.model_error)
+
+    def _on_joints(self, msg: JointState) -> None:
+        self._last_input = time.monotonic()
+        self._publish(
+            self.signals.add_joint_state(
+                seconds(msg.header.stamp),
+                list(msg.name),
+                np.asarray(msg.position, dtype=float),
+                np.asarray(msg.velocity, dtype=float),
+                np.asarray(msg.effort, dtype=float),
+            )
+        )
+
+    def _on_pose(self, msg: PoseStamped) -> None:
+        self._last_input = time.monotonic()
+        samples = self.signals.add_pose(
+            seconds(msg.header.stamp), msg.header.frame_id, pose_matrix(msg.pose)
+        )
+        self._publish(samples)
+
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        samples = self.signals.add_wrench(
+            seconds(msg.header.stamp), msg.header.frame_id, wrench_vector(msg.wrench)
+        )
+        self._publish(samples)
+
+    def _on_imu(self, msg: Imu) -> None:
+        samples = self.signals.add_imu(
+            seconds(msg.header.stamp),
+            msg.header.frame_id,
+            vector3(msg.angular_velocity),
+            vector3(msg.linear_acceleration),
+        )
+        self._publish(samples)
+
+    # ----- outputs --------------------------------------------------------------------------
+    def _publish(self, samples: list[GraspSample]) -> None:
+        s = self.settings
+        for sample in samples:
+            self._outputs["grasp_state"].publish(
+                to_grasp_state(sample, s.grasp_frame, s.home_frame)
+            )
+            header = Header(stamp=to_time(sample.stamp), frame_id=s.grasp_frame)
+            self._outputs["grasp_twist"].publish(
+                TwistStamped(header=header, twist=to_twist(sample.V_i))
+            )
+            if sample.has_force:
+                wrench = to_wrench(np.nan_to_num(sample.F_i))
+                self._outputs["grasp_wrench"].publish(WrenchStamped(header=header, wrench=wrench))
+
+    def _publish_diagnostics(self) -> None:
+        signals = self.signals
+        now, last = time.monotonic(), self._report
+        accepted = sum(signals.accepted.values())
+        rejected, missing = sum(signals.rejected.values()), sum(signals.missing.values())
+        level, message = self._status(rejected - last["rejected"], missing - last["missing"])
+        elapsed = max(now - last["time"], 1e-9)
+        values = {
+            "input rate [Hz]": f"{(accepted - last['accepted']) / elapsed:.1f}",
+            "output rate [Hz]": f"{(signals.emitted - last['emitted']) / elapsed:.1f}",
+            "published": signals.emitted,
+            "decimation": signals.decimation,
+            "last error": signals.last_error or self.model_error,
+        }
+        values |= {f"measured rate {k} [Hz]": f"{v:.1f}" for k, v in signals.rates_hz.items()}
+        values |= {f"accepted {k}": v for k, v in sorted(signals.accepted.items())}
+        values |= {f"rejected {k}": v for k, v in sorted(signals.rejected.items())}
+        values |= {f"restarts {k}": v for k, v in sorted(signals.restarts.items())}
+        values |= {f"missing {k}": v for k, v in sorted(signals.missing.items())}
+        self._report = {"time": now, "accepted": accepted, "emitted": signals.emitted}
+        self._report |= {"rejected": rejected, "missing": missing}
+        self._diagnostics.publish(diagnostics(self, level, message, values))
+
+    def _status(self, rejected: int, missing: int) -> tuple[str, str]:
+        """Level and message; ``rejected`` and ``missing``: counts since the last report."""
+        s, signals = self.settings, self.signals
+        if self.model_error:
+            return "ERROR", self.model_error
+        if s.kinematics_source == "joint_states" and signals.kinematics is None:
+            return "WARN", "waiting for the URDF on robot_description"
+        if self._last_input is None:
+            return "WARN", f"waiting for {s.kinematics_source}"
+        if time.monotonic() - self._last_input > STALE:
+            return (
+                "ERROR",
+                f"no {s.kinematics_source} for {time.monotonic() - self._last_input:.1f} s",
+            )
+        problems = signals.notes
+        if rejected:
+            problems.append(f"{rejected} messages rejected ({signals.last_error})")
+        if missing:
+            problems.append(f"{missing} samples without " + ", ".join(sorted(signals.missing)))
+        return ("WARN", "; ".join(problems)) if problems else ("OK", "publishing grasp_state")
+
+
+def main() -> int:
+    return run_executable("robot_node")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,280 @@
+"""``sim_node``: a MuJoCo scenario run live, publishing what robot drivers would.
+
+The node steps the scenario incrementally (``Scenario.stepper``; the batch ``run_scenario``
+is the same stepper run to the end) on a wall-clock timer: in real time, ``real_time_factor``
+times faster, or as fast as it can (0), publishing ``/clock`` so that nodes with
+``use_sim_time`` follow it. Each sample goes out as ``sim/topics.py`` defines it, the topics
+of a hardware driver or the Gazebo bridge, stamped on each robot's own clock. Ground truth
+goes to ``/ground_truth/...``, for evaluation only.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sys
+import threading
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+
+from ...bags import rclpy_class
+from ...sim.scenario import ScenarioError, SimulationResult, load_scenario
+from ...sim.topics import latched_streams, latched_topics, sample_streams, topic_types
+from ..graph import data_file
+from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Topic
+from ..parameters import Param, ParameterError, declare
+from ..runtime import diagnostics, run_executable, steady_timer
+
+TICK = 0.02  # [s] wall-clock period of the stepping timer
+MAX_STEP = 0.05  # [s] of simulated time per tick at most (keeps the executor responsive)
+LINGER = 2.0  # [s] of wall-clock time between the scenario's end and ``finished``
+
+INTERFACE = NodeInterface(
+    executable="sim_node",
+    description=(
+        "Runs a MuJoCo scenario (`config/scenarios/*.yaml`) live, in real time or faster on "
+        "`/clock`, and publishes for every robot `{robot}` of the scenario what its driver or "
+        "the Gazebo bridge would (`sim/topics.py`, stamped on the robot's own clock), its "
+        "latched URDF, and ground truth on `/ground_truth/...` for evaluation only."
+    ),
+    publishes=[
+        Topic("/clock", "rosgraph_msgs/msg/Clock", "reliable", "simulation time (`publish_clock`)"),
+        Topic(
+            "/{robot}/joint_states",
+            "sensor_msgs/msg/JointState",
+            "sensor",
+            "measured joint positions, velocities and efforts",
+        ),
+        Topic(
+            "/{robot}/ft_sensor",
+            "geometry_msgs/msg/WrenchStamped",
+            "sensor",
+            "F/T in `{robot}/grasp`: the wrench the payload exerts on the robot (robots with "
+            "an F/T sensor)",
+        ),
+        Topic(
+            "/{robot}/imu",
+            "sensor_msgs/msg/Imu",
+            "sensor",
+            "gyro and specific force in `{robot}/grasp` (robots with an IMU)",
+        ),
+        Topic(
+            "/{robot}/robot_description",
+            "std_msgs/msg/String",
+            "latched",
+            "the robot's URDF, joint names as in its joint states",
+        ),
+        Topic(
+            "/{robot}/grasp_state",
+            "inertia_estimation_ros/msg/GraspState",
+            "sensor",
+            "ready-made measured samples (`publish_grasp_state`; not with robot nodes)",
+        ),
+        Topic(
+            "/ground_truth/payload",
+            "inertia_estimation_ros/msg/PayloadEstimate",
+            "latched",
+            "true payload and grasp frames in {s} (`publish_ground_truth`)",
+        ),
+        Topic(
+            "/ground_truth/payload_pose",
+            "geometry_msgs/msg/PoseStamped",
+            "sensor",
+            "{s} in `world` (`publish_ground_truth`)",
+        ),
+        Topic(
+            "/ground_truth/human_wrench",
+            "geometry_msgs/msg/WrenchStamped",
+            "sensor",
+            "the human's wrench on the payload, about {s}, in {s} (`publish_ground_truth`)",
+        ),
+        Topic(
+            "/ground_truth/{robot}/grasp_state",
+            "inertia_estimation_ros/msg/GraspState",
+            "sensor",
+            "noise-free grasp samples (`publish_true_grasps`)",
+        ),
+        Topic(
+            "/diagnostics",
+            "diagnostic_msgs/msg/DiagnosticArray",
+            "reliable",
+            "simulated time, phase, target and achieved real-time factor",
+        ),
+    ],
+    parameters=[
+        Param(
+            "scenario",
+            "string",
+            "paper000_mocobots.yaml",
+            "scenario YAML: a path, or a file in the package's config/scenarios/",
+            nonempty=True,
+        ),
+        Param("seed", "int", -1, "random seed; -1: the scenario's", bounds=(-1, 2**31 - 1)),
+        Param(
+            "real_time_factor",
+            "double",
+            1.0,
+            "simulated seconds per wall-clock second; 0: as fast as possible",
+            bounds=(0.0, 1000.0),
+        ),
+        Param("publish_clock", "bool", True, "publish /clock (other nodes use_sim_time)"),
+        Param(
+            "publish_grasp_state",
+            "bool",
+            False,
+            "publish the simulator's ready-made /<robot>/grasp_state (only without robot nodes)",
+        ),
+        Param(
+            "publish_ground_truth",
+            "bool",
+            True,
+            "publish the true payload, its pose and the human's wrench on /ground_truth/...",
+        ),
+        Param(
+            "publish_true_grasps",
+            "bool",
+            False,
+            "also publish the noise-free /ground_truth/<robot>/grasp_state (costly)",
+        ),
+        Param(
+            "wait_for_subscribers",
+            "bool",
+            False,
+            "start once every robot's joint_states (and published grasp_state) has a subscriber",
+        ),
+        Param(
+            "exit_when_done",
+            "bool",
+            False,
+            f"end the node, and a bringup graph it runs in, {LINGER:g} s after the scenario",
+        ),
+        Param(
+            "diagnostics_period", "double", 1.0, "period of /diagnostics [s]", bounds=(0.05, 60.0)
+        ),
+    ],
+)
+
+
+class SimNode(Node):
+    """The simulation node (see the module docstring); rclpy ``Node`` keyword arguments pass
+    through. ``finished`` is set when the scenario is over and ``exit_when_done`` is true."""
+
+    def __init__(self, **kwargs: object):
+        super().__init__("sim_node", **kwargs)
+        self.params = p = declare(self, INTERFACE.parameters)
+        where = f"parameter '{self.get_fully_qualified_name()}.scenario' = {p.scenario!r}"
+        try:
+            scenario = load_scenario(data_file(p.scenario, "config/scenarios"))
+            self.stepper = scenario.stepper(None if p.seed < 0 else p.seed)
+        except (FileNotFoundError, ScenarioError) as error:
+            raise ParameterError(f"{where}: {error}") from None
+        self.duration = scenario.duration
+        first = self.stepper.advance(self.stepper.start_time)
+        self._outputs = {
+            topic: self.create_publisher(rclpy_class(kind), topic, self._qos(topic, first))
+            for topic, kind in topic_types(first, p.publish_ground_truth).items()
+            if self._publishes(topic)
+        }
+        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        self.published = 0
+        self._publish(latched_streams(first, p.publish_ground_truth))
+        self._first: SimulationResult | None = first
+        self._phase = first.phases[-1].name
+        self._wall_start: float | None = None
+        self.finished = threading.Event()
+        self.get_logger().info(
+            f"{scenario.name}: {len(first.robots)} robots, {self.duration:.1f} s simulated at "
+            + (f"{p.real_time_factor:g}x real time" if p.real_time_factor else "full speed")
+        )
+        self._timer = steady_timer(self, TICK if p.real_time_factor else 1e-3, self._tick)
+        steady_timer(self, p.diagnostics_period, self._publish_diagnostics)
+
+    def _publishes(self, topic: str) -> bool:
+        if topic == "/clock":
+            return self.params.publish_clock
+        if topic.endswith("/grasp_state"):
+            truth = topic.startswith("/ground_truth/")
+            return self.params.publish_true_grasps if truth else self.params.publish_grasp_state
+        return True
+
+    @staticmethod
+    def _qos(topic: str, result: SimulationResult) -> QoSProfile:
+        if topic in latched_topics(result):
+            return LATCHED_QOS
+        return RELIABLE_QOS if topic == "/clock" else SENSOR_QOS
+
+    def _started(self) -> bool:
+        """Whether the run may start: at once, or once every robot's samples have a subscriber."""
+        awaited = [
+            publisher
+            for topic, publisher in self._outputs.items()
+            if topic.endswith(("/joint_states", "/grasp_state")) and not topic.startswith("/ground")
+        ]
+        return not self.params.wait_for_subscribers or all(
+            publisher.get_subscription_count() > 0 for publisher in awaited
+        )
+
+    def _tick(self) -> None:
+        """Advance the simulation to where the wall clock says it should be; publish the chunk."""
+        rtf = self.params.real_time_factor
+        if self._first is not None:
+            if not self._started():
+                return
+            chunk, self._first = self._first, None
+            self._wall_start = time.monotonic()
+        else:
+            now = self.stepper.time
+            target = self.stepper.start_time + rtf * (time.monotonic() - self._wall_start)
+            target = min(target, now + MAX_STEP) if rtf else now + MAX_STEP
+            chunk = self.stepper.advance(target)
+        self._phase = chunk.phases[-1].name
+        self._publish(
+            sample_streams(chunk, self.params.publish_ground_truth, self._outputs.__contains__)
+        )
+        if self.stepper.done:
+            self._timer.cancel()
+            wall = time.monotonic() - self._wall_start
+            self.get_logger().info(
+                f"scenario over: {self.duration:.1f} s simulated in {wall:.1f} s "
+                f"({self.duration / max(wall, 1e-9):.1f}x real time), {self.published} messages"
+            )
+            if self.params.exit_when_done:  # once the other nodes have taken the last samples
+                self._linger = steady_timer(self, LINGER, self._finish)
+
+    def _finish(self) -> None:
+        self._linger.cancel()
+        self.finished.set()
+
+    def _publish(self, streams: list) -> None:
+        for topic, _, _, msg in heapq.merge(*streams, key=lambda item: item[2]):
+            publisher = self._outputs.get(topic)
+            if publisher is not None:
+                publisher.publish(msg)
+                self.published += 1
+
+    def _publish_diagnostics(self) -> None:
+        if self._wall_start is None:
+            waiting = "waiting for subscribers" if self.params.wait_for_subscribers else "starting"
+            self._diagnostics.publish(diagnostics(self, "OK", waiting, {}))
+            return
+        wall = time.monotonic() - self._wall_start
+        simulated = self.stepper.time - self.stepper.start_time
+        values = {
+            "simulated time [s]": f"{simulated:.3f} of {self.duration:.3f}",
+            "phase": self._phase,
+            "target real-time factor": self.params.real_time_factor or "as fast as possible",
+            "achieved real-time factor": f"{simulated / max(wall, 1e-9):.2f}",
+            "messages published": self.published,
+        }
+        message = "scenario over" if self.stepper.done else f"running phase {self._phase}"
+        self._diagnostics.publish(diagnostics(self, "OK", message, values))
+
+
+def main() -> int:
+    return run_executable("sim_node")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

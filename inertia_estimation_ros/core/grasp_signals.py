@@ -26,8 +26,8 @@ Every stream goes through these steps:
    dV_i = J_b ddq + dJ_b dq. Grasp pose: the half-step body twists log(T_k^-1 T_k+1) / h on
    SE(3) (exact for a constant twist), interpolated to t_k, and their difference quotient.
 4. Wrench and gravity at the kinematic sample's stamp, interpolated between the filtered F/T
-   and IMU samples around it; a sample waits at most ``sync_timeout`` for them, then goes
-   without (``missing``). An F/T reading W in its sensor frame {f} (rigidly attached to {i}
+   and IMU samples around it; a sample waits at most ``sync_timeout`` for them (or until a
+   stream that just started knows its rate), then goes without (``missing``). An F/T reading W in its sensor frame {f} (rigidly attached to {i}
    in the URDF) is, by default, the wrench the payload exerts on the robot (Gazebo's
    ``child_to_parent``): F_i = -Ad(T_f_i)^T W (``ft_measures = "wrench_on_payload"``: +).
    Joint efforts: F_i = (J_b^T)^+ (tau - RNEA(q, dq, ddq)) (``RobotKinematics``). An IMU
@@ -464,18 +464,25 @@ class GraspSignals:
         dV = 2.0 * (V_after - V_before) / (h0 + h1)
         return _Kinematics(t1, T1, V, dV, None)
 
+    def _awaits(self, stream: str, buffer: _Buffer, t: float) -> bool:
+        """Whether a sample at t still waits for an auxiliary stream: it has no data up to t
+        yet, and either t is within ``sync_timeout`` of the newest kinematics or the stream
+        holds samples until its rate is known (they will come)."""
+        if buffer.covers(t):
+            return False
+        overdue = self._newest - t > self.settings.sync_timeout
+        return not overdue or bool(self._streams[stream].waiting)
+
     def _release(self) -> list[GraspSample]:
         """Complete the waiting kinematic samples whose F/T and IMU data are in (or overdue)."""
         out = []
         while self._waiting:
             k = self._waiting[0]
-            overdue = self._newest - k.t > self.settings.sync_timeout
             needs_ft = self.settings.wrench_source == "ft_sensor"
             needs_imu = self.settings.gravity_source == "imu"
-            waiting = (needs_ft and not self._ft.covers(k.t)) or (
-                needs_imu and not self._imu.covers(k.t)
-            )
-            if waiting and not overdue:
+            if (needs_ft and self._awaits("ft_sensor", self._ft, k.t)) or (
+                needs_imu and self._awaits("imu", self._imu, k.t)
+            ):
                 break
             self._waiting.popleft()
             sample = self._sample(k)

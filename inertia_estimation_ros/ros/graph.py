@@ -61,9 +61,16 @@ class Graph:
 
 
 def data_roots() -> list[Path]:
-    """Where the package's data folders (config/, launch/, rviz/) are: the source tree, then
-    the installed ``share/inertia_estimation_ros``."""
-    return [Path(__file__).resolve().parents[2], Path(sys.prefix) / "share" / PACKAGE]
+    """Where the package's data folders (config/, launch/, rviz/) are: the source tree, the
+    ament index's share folder (a colcon install), then this prefix's ``share/<package>``."""
+    roots = [Path(__file__).resolve().parents[2]]
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        roots.append(Path(get_package_share_directory(PACKAGE)))
+    except (ImportError, LookupError, OSError):  # not installed, or no ament index at all
+        pass
+    return roots + [Path(sys.prefix) / "share" / PACKAGE]
 
 
 def data_file(name: str | Path, folder: str) -> Path:
@@ -189,3 +196,52 @@ def _check_clock(nodes: list[NodeSpec], where: str) -> None:
                 f"{where}: {spec.fqn} must follow the simulation's /clock: give it "
                 "use_sim_time: true (or give every node use_sim_time under /**)"
             )
+
+
+def resolve_topic(name: str, spec: NodeSpec) -> list[str]:
+    """The absolute names of a NodeInterface topic for one node: relative names go into the
+    namespace, ``~/`` below the node, and ``{robot}`` stands for each of its ``robots``."""
+    if name.startswith("~/"):
+        base = f"{spec.fqn}/{name[2:]}"
+    elif name.startswith("/"):
+        base = name
+    else:
+        base = f"{spec.namespace.rstrip('/')}/{name}"
+    if "{robot}" not in base:
+        return [base]
+    return [base.replace("{robot}", robot) for robot in spec.parameters.get("robots", [])]
+
+
+def published_topics(graph: Graph) -> list[str]:
+    """Every topic the graph's nodes publish (from their NodeInterfaces), sorted."""
+    topics = {
+        topic
+        for spec in graph.nodes
+        for entry in node_interface(spec.executable).publishes
+        for topic in resolve_topic(entry.name, spec)
+    }
+    return sorted(topics)
+
+
+def launch_nodes(config: str | Path, use_sim_time: bool | None = None) -> list:
+    """launch_ros ``Node`` actions for every node of a config: the launch files' graph. Each
+    node gets the config itself as its parameter file (keyed by its full name)."""
+    from launch_ros.actions import Node
+
+    graph = load_graph(config, use_sim_time)
+    actions = []
+    for spec in graph.nodes:
+        parameters: list = [str(graph.path)]
+        if use_sim_time is not None and spec.executable != "sim_node":
+            parameters.append({"use_sim_time": use_sim_time})
+        actions.append(
+            Node(
+                package=PACKAGE,
+                executable=spec.executable,
+                name=spec.name,
+                namespace=spec.namespace,
+                parameters=parameters,
+                output="screen",
+            )
+        )
+    return actions

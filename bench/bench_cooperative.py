@@ -239,17 +239,32 @@ def run_project(runs, reference):
     return per_trial, all_data, estimate
 
 
+REFUSED = "refused"
+
+
 def _estimate_errors(estimate, team, payload):
-    out = grasp_errors({g.robot_id: g.T_s_i for g in estimate.grasps}, team.T_s_i)
+    """Errors of the valid quantities; refused ones (validity flag False) are marked."""
+    out = {}
+    if estimate.grasps_valid:
+        out.update(grasp_errors({g.robot_id: g.T_s_i for g in estimate.grasps}, team.T_s_i))
+    else:
+        out.update({row: REFUSED for row in PAPER if row[0] in "Rp" and row != "p1c"})
     moments = estimate.principal_moments if estimate.inertia_valid else None
-    out.update(payload_errors(estimate.mass, estimate.p_s_c, moments, payload))
+    errors = payload_errors(estimate.mass, estimate.p_s_c, moments, payload)
+    valid = {"mass": estimate.mass_valid, "p1c": estimate.com_valid}
+    valid.update(dict.fromkeys(("Ixx", "Iyy", "Izz"), estimate.inertia_valid))
+    out.update({row: errors[row] if ok else REFUSED for row, ok in valid.items()})
     return out
 
 
 def _collect(store, values, only=None):
+    """Append errors per row; refusals are counted under (row, "refused")."""
     for key, value in values.items():
         if only is None or key in only:
-            store.setdefault(key, []).append(float(value))
+            if value == REFUSED:
+                store[key, REFUSED] = store.get((key, REFUSED), 0) + 1
+            else:
+                store.setdefault(key, []).append(float(value))
 
 
 # ----- tables ---------------------------------------------------------------------------------
@@ -273,17 +288,28 @@ def print_table(title, paper, per_trial, all_data, with_ratio):
     )
     print(header)
     print("-" * len(header))
+    refusals = [
+        f"{row}: {store[row, REFUSED]} of {store[row, REFUSED] + len(store.get(row, []))} "
+        f"{name} estimates refused"
+        for name, store in (("per-trial", per_trial), ("all-data", all_data))
+        for row in PAPER
+        if (row, REFUSED) in store
+    ]
     for row, (reported, reported_pct) in PAPER.items():
         unit = UNITS.get(row, UNITS.get(row[0]))
         truth = truth_value(row, team, payload)
         rep = f"{reported}" + (f" ({reported_pct}%)" if reported_pct else "")
-        ratio = np.mean(all_data[row]) / np.mean(paper[row]) if with_ratio else None
+        ratio = None
+        if with_ratio and all_data.get(row):
+            ratio = np.mean(all_data[row]) / np.mean(paper[row])
         ratio_text = f"{ratio:.2f}" if ratio is not None else "n/a"
         print(
             f"{row:5} {unit:7} {rep:>15} {cell(paper.get(row), unit, truth):>19} "
             f"{cell(per_trial.get(row), unit, truth):>19} "
             f"{cell(all_data.get(row), unit, truth):>19} {ratio_text:>6}"
         )
+    for line in refusals:
+        print(f"  (refused, not averaged: {line})")
 
 
 # ----- online ---------------------------------------------------------------------------------
@@ -425,7 +451,10 @@ def main():
             trial, whole, _ = run_project(runs, reference)
             for store, values in ((per_trial, trial), (all_data, whole)):
                 for key, v in values.items():
-                    store.setdefault(key, []).extend(v)
+                    if isinstance(v, list):
+                        store.setdefault(key, []).extend(v)
+                    else:
+                        store[key] = store.get(key, 0) + v
         title = (
             f"Variant: {name}; {args.repetitions} repetitions ({time.perf_counter() - start:.0f} s)"
         )

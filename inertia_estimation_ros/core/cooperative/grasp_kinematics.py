@@ -377,6 +377,9 @@ def _pose_noise(M: np.ndarray, moments: StackedMoments, R_bar: dict) -> tuple[fl
     """Team-wide (angle [rad], position [m]) pose noise by moment matching on M y = 0.
 
     Rotation rows see angle noise only; position rows see both (through the lever arms).
+    The position part is kept at least 1% (in std) of the angle part of the position rows:
+    when angle errors explain all of them (e.g. encoder offsets), a vanishing position
+    noise would make the whitening singular and drown the rotation rows.
     """
     ids = moments.robot_ids
     power = np.einsum("ij,jk,ik->i", M, moments.S, M).reshape(-1, 2, 3).sum(axis=(0, 2))
@@ -388,7 +391,8 @@ def _pose_noise(M: np.ndarray, moments: StackedMoments, R_bar: dict) -> tuple[fl
         for a, b in ((1.0, 0.0), (0.0, 1.0))
     ]
     var_angle = max(power[0], 0.0) / max(unit[0][0], 1e-300)
-    var_position = max(power[1] - var_angle * unit[0][1], 0.0) / max(unit[1][1], 1e-300)
+    from_angles = var_angle * unit[0][1]
+    var_position = max(power[1] - from_angles, 1e-4 * from_angles) / max(unit[1][1], 1e-300)
     scale = np.sqrt(np.diag(moments.S)[9:12].mean() / moments.weight)
     return max(np.sqrt(var_angle), 1e-9), max(np.sqrt(var_position), 1e-9 * max(scale, 1.0))
 

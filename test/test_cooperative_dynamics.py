@@ -260,3 +260,53 @@ def test_stated_uncertainty_of_mass_com_and_inertia_matches_monte_carlo_spread()
         )
     ratio = np.mean(stds, axis=0) / np.std(values, axis=0)
     assert np.all((ratio > 1 / 1.5) & (ratio < 1.5)), ratio
+
+
+def test_inertia_excited_about_one_axis_is_refused_with_advice():
+    """Issue 3c: yaw-only swings determine Izz-like terms but not the rest; the estimate
+    keeps mass and CoM, refuses the inertia and names the axes to swing about."""
+    from inertia_estimation_ros.core.cooperative import grasp_kinematics as gk
+    from inertia_estimation_ros.core.cooperative.estimate import Evidence, assemble_estimate
+
+    team = with_moments()
+    kin = paper_run(an.paper_kinematics_motion(np.random.default_rng(9)), 5.0, team)
+    kinematics = gk.refine_grasps(
+        gk.twist_moments({r: s.V_i for r, s in kin.exact.items()}), "robot_1"
+    )
+    yaw = an.Multisine(
+        np.array([[0.15, 0.05], [0.0, 0.0], [0.0, 0.0]]),
+        np.array([[0.4, 0.9], [0.5, 0.5], [0.5, 0.5]]),
+        np.zeros((3, 2)),
+    )
+    still = an.Multisine(np.zeros((3, 1)), np.ones((3, 1)), np.zeros((3, 1)))
+    swings = paper_run(an.PayloadMotion(yaw, still, an.paper_payload().com), 10.0, team)
+    groups = {
+        "static": wrench_group(static_series(team), team, static=True),
+        "dynamic": wrench_group(swings.exact, team),
+    }
+    fit = dy.fit_parameters(groups, kinematics.T_s_i, "robot_1", kinematics.covariance)
+    alpha = swings.exact["robot_1"].dV_i[:, :3]
+    tilts = static_series(team)["robot_1"].g_i
+    evidence = Evidence(
+        robot_ids=team.robot_ids,
+        reference_id="robot_1",
+        kinematics=kinematics,
+        fit=fit,
+        alpha_moment=alpha.T @ alpha,
+        omega_moment=np.eye(3),
+        gravity_moment=(tilts / 9.81).T @ (tilts / 9.81),
+        samples_kinematics=500,
+        samples_static=len(tilts),
+        samples_dynamic=len(alpha),
+    )
+    estimate = assemble_estimate(evidence, EstimatorSettings())
+    assert estimate.grasps_valid and estimate.mass_valid and estimate.com_valid
+    assert not estimate.inertia_valid and estimate.stage.name == "STATICS"
+    assert estimate.mass == pytest.approx(11.412, rel=1e-9)
+    advice = " | ".join(estimate.advice)
+    for axis in ("x", "y"):
+        assert (
+            f"angular acceleration about the {axis} axis of robot_1's grasp frame is not "
+            "excited: swing the payload back and forth about it"
+        ) in advice
+    assert np.all(estimate.principal_moments == 0) and np.all(estimate.theta_covariance[4:] == 0)

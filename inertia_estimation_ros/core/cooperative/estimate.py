@@ -10,7 +10,7 @@ Everything is in {s}, the reference robot's grasp frame, with core conventions
 * ``theta`` (10) and ``theta_covariance`` (10x10) -> parameters, parameter_covariance;
 * ``grasps`` -> grasps: ``GraspFrameEstimate`` (robot_id, T_s_i, covariance). The
   covariance is 6x6 of (dphi, dp) with R_s_i = exp([dphi]) R_hat_s_i, both in {s};
-  msg/GraspFrame lists (dp, dphi), so swap the 3x3 blocks at the message boundary;
+  msg/GraspFrame lists (dp, dphi): ``ros.conversions.to_covariance`` does that swap;
 * ``mass``, ``p_s_c``, ``inertia_about_com`` -> inertia (geometry_msgs/Inertia);
   ``R_s_c`` -> principal_axes; ``principal_moments`` -> principal_moments (ascending).
   Their covariances (``mass_variance``, ``p_s_c_covariance``,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from ..interface import NodeInterface
+from ..interface import NodeInterface, markdown
 
 # executable -> (module, node class)
 NODES: dict[str, tuple[str, str]] = {
@@ -40,3 +40,8 @@ def node_class(executable: str) -> type:
 
 def node_interface(executable: str) -> NodeInterface:
     return node_module(executable).INTERFACE
+
+
+def readme_tables() -> str:
+    """The README's node tables (between its ``<!-- nodes:begin -->`` and ``end`` markers)."""
+    return "\n".join(markdown(node_interface(executable)) for executable in sorted(NODES))

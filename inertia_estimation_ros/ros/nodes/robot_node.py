@@ -120,10 +120,10 @@ INTERFACE = NodeInterface(
     parameters=[
         Param("robot_id", "string", "", "team-unique robot id; empty: the node's namespace"),
         Param(
-            "grasp_frame", "string", "", "grasp frame {i} (a URDF frame); empty: <robot_id>/grasp"
+            "grasp_frame", "string", "", "grasp frame {i} (a URDF frame); empty: `<robot_id>/grasp`"
         ),
         Param(
-            "home_frame", "string", "", "home frame {i0} (the URDF root); empty: <robot_id>/home"
+            "home_frame", "string", "", "home frame {i0} (the URDF root); empty: `<robot_id>/home`"
         ),
         Param(
             "kinematics_source",

@@ -111,7 +111,7 @@ INTERFACE = NodeInterface(
             "scenario YAML: a path, or a file in the package's config/scenarios/",
             nonempty=True,
         ),
-        Param("seed", "int", -1, "random seed; -1: the scenario's", bounds=(-1, 2**31 - 1)),
+        Param("seed", "int", -1, "random seed; -1: the scenario's", bounds=(-1, 1_000_000_000)),
         Param(
             "real_time_factor",
             "double",
@@ -124,7 +124,7 @@ INTERFACE = NodeInterface(
             "publish_grasp_state",
             "bool",
             False,
-            "publish the simulator's ready-made /<robot>/grasp_state (only without robot nodes)",
+            "publish the simulator's ready-made `/<robot>/grasp_state` (only without robot nodes)",
         ),
         Param(
             "publish_ground_truth",
@@ -136,7 +136,7 @@ INTERFACE = NodeInterface(
             "publish_true_grasps",
             "bool",
             False,
-            "also publish the noise-free /ground_truth/<robot>/grasp_state (costly)",
+            "also publish the noise-free `/ground_truth/<robot>/grasp_state` (costly)",
         ),
         Param(
             "wait_for_subscribers",

@@ -1,4 +1,4 @@
-"""Re-process a recorded bag: ``ros2 bag play --clock <bag>`` and the nodes of a graph config,
+"""Re-process a recorded bag: ``ros2 bag play <bag> --clock`` and the nodes of a graph config,
 all on the bag's time (use_sim_time).
 
     ros2 launch inertia_estimation_ros replay.launch.py bag:=runs/paper000/bag
@@ -7,35 +7,31 @@ all on the bag's time (use_sim_time).
 The player publishes /clock from the bag's log time. Topics the graph's own nodes publish
 (each robot's grasp_state, ..., and a recorded /clock) are replayed under /recorded/... so
 that they do not mix with the live ones. Without ROS: ``inertia_estimation replay <bag>``
-with ``bringup replay.yaml``.
+with ``bringup replay.yaml --use-sim-time``.
 """
 
 from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 
-from inertia_estimation_ros.ros.graph import launch_nodes, load_graph, published_topics
+from inertia_estimation_ros.ros.graph import launch_graph, load_graph, published_topics
 from launch import LaunchContext, LaunchDescription
 
 
-def player_and_nodes(context: LaunchContext) -> list:
+def player(context: LaunchContext) -> list:
     config = LaunchConfiguration("config").perform(context)
     topics = ["/clock", *published_topics(load_graph(config, use_sim_time=True))]
     play = ["ros2", "bag", "play", LaunchConfiguration("bag").perform(context), "--clock"]
     play += ["--rate", LaunchConfiguration("rate").perform(context)]
     play += ["--remap", *(f"{topic}:=/recorded{topic}" for topic in topics)]
-    return [ExecuteProcess(cmd=play, output="screen"), *launch_nodes(config, use_sim_time=True)]
+    return [ExecuteProcess(cmd=play, output="screen")]
 
 
 def generate_launch_description() -> LaunchDescription:
     return LaunchDescription(
         [
             DeclareLaunchArgument("bag", description="the rosbag2 folder to replay"),
-            DeclareLaunchArgument(
-                "config",
-                default_value="replay.yaml",
-                description="graph YAML: a path, or a file name in the package's config/",
-            ),
             DeclareLaunchArgument("rate", default_value="1.0", description="playback rate"),
-            OpaqueFunction(function=player_and_nodes),
+            *launch_graph("replay.yaml", use_sim_time=True),
+            OpaqueFunction(function=player),
         ]
     )

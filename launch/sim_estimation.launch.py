@@ -8,41 +8,33 @@ config, optionally with RViz.
 ROS launch). The sim_node publishes /clock; every other node runs with use_sim_time.
 """
 
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from inertia_estimation_ros.ros.graph import data_file, launch_nodes
-from launch import LaunchContext, LaunchDescription
+from inertia_estimation_ros.ros.graph import data_file, launch_graph
+from launch import LaunchDescription
 
 RVIZ_CONFIG = "inertia_estimation.rviz"
 
 
-def graph_nodes(context: LaunchContext) -> list:
-    return launch_nodes(LaunchConfiguration("config").perform(context))
-
-
 def generate_launch_description() -> LaunchDescription:
+    rviz = Node(
+        package="rviz2",
+        executable="rviz2",
+        arguments=["-d", str(data_file(RVIZ_CONFIG, "rviz"))],
+        parameters=[{"use_sim_time": True}],
+        condition=IfCondition(LaunchConfiguration("rviz")),
+    )
     return LaunchDescription(
         [
-            DeclareLaunchArgument(
-                "config",
-                default_value="sim_paper000.yaml",
-                description="graph YAML: a path, or a file name in the package's config/",
-            ),
+            *launch_graph("sim_paper000.yaml"),
             DeclareLaunchArgument(
                 "rviz",
                 default_value="false",
-                description="true: start RViz with rviz/" + RVIZ_CONFIG,
+                description=f"true: start RViz with rviz/{RVIZ_CONFIG}",
             ),
-            OpaqueFunction(function=graph_nodes),
-            Node(
-                package="rviz2",
-                executable="rviz2",
-                arguments=["-d", str(data_file(RVIZ_CONFIG, "rviz"))],
-                parameters=[{"use_sim_time": True}],
-                condition=IfCondition(LaunchConfiguration("rviz")),
-            ),
+            rviz,
         ]
     )

@@ -9,25 +9,9 @@ robot_state_publishers are yours to start; see config/team_example.yaml for what
 subscribe to.
 """
 
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
-
-from inertia_estimation_ros.ros.graph import launch_nodes
-from launch import LaunchContext, LaunchDescription
-
-
-def graph_nodes(context: LaunchContext) -> list:
-    return launch_nodes(LaunchConfiguration("config").perform(context))
+from inertia_estimation_ros.ros.graph import launch_graph
+from launch import LaunchDescription
 
 
 def generate_launch_description() -> LaunchDescription:
-    return LaunchDescription(
-        [
-            DeclareLaunchArgument(
-                "config",
-                default_value="team_example.yaml",
-                description="graph YAML: a path, or a file name in the package's config/",
-            ),
-            OpaqueFunction(function=graph_nodes),
-        ]
-    )
+    return LaunchDescription(launch_graph("team_example.yaml"))

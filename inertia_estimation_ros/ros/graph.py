@@ -245,3 +245,22 @@ def launch_nodes(config: str | Path, use_sim_time: bool | None = None) -> list:
             )
         )
     return actions
+
+
+def launch_graph(default_config: str, use_sim_time: bool | None = None) -> list:
+    """The launch files' actions for a graph: the ``config`` argument (a path, or a file name
+    in config/; default ``default_config``) and, once it is known, the nodes it names."""
+    from launch.actions import DeclareLaunchArgument, OpaqueFunction
+    from launch.substitutions import LaunchConfiguration
+
+    def nodes(context: object) -> list:
+        return launch_nodes(LaunchConfiguration("config").perform(context), use_sim_time)
+
+    return [
+        DeclareLaunchArgument(
+            "config",
+            default_value=default_config,
+            description="graph YAML: a path, or a file name in the package's config/",
+        ),
+        OpaqueFunction(function=nodes),
+    ]

@@ -510,6 +510,7 @@ def test_robot_node_rejects_malformed_input_and_keeps_going(ros_context, gimbals
         for k in range(20):
             h.send("joint_states", joint_state(record, k))
             h.send("ft_sensor", ft_reading(record, k))
+        assert h.spin_until(lambda: len(h.out["grasp_state"]) == 18)  # samples 1 to 18
         good = len(h.out["grasp_state"])
         h.send("joint_states", joint_state(record, 20, position=[float("nan")] * 6))
         h.send("joint_states", joint_state(record, 20, name=["a", "b", "c", "d", "e", "f"]))

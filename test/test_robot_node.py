@@ -249,6 +249,7 @@ def test_decimation_keeps_every_nth_sample_with_its_own_stamp(gimbals):
     halved = GraspSignals(settings(gimbals, rid, output_rate_hz=50.0), record.urdf)
     decimated = feed(halved, record)
     assert halved.decimation == 2
+    assert "aliases" in halved.notes[0]  # no low-pass below the decimated Nyquist rate
     assert [s.stamp for s in decimated] == [s.stamp for s in every[::2]]
     np.testing.assert_array_equal(decimated[7].V_i, every[14].V_i)
 

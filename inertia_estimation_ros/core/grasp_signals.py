@@ -27,9 +27,10 @@ Every stream goes through these steps:
    SE(3) (exact for a constant twist), interpolated to t_k, and their difference quotient.
 4. Wrench and gravity at the kinematic sample's stamp, interpolated between the filtered F/T
    and IMU samples around it; a sample waits at most ``sync_timeout`` for them (or until a
-   stream that just started knows its rate), then goes without (``missing``). An F/T reading W in its sensor frame {f} (rigidly attached to {i}
-   in the URDF) is, by default, the wrench the payload exerts on the robot (Gazebo's
-   ``child_to_parent``): F_i = -Ad(T_f_i)^T W (``ft_measures = "wrench_on_payload"``: +).
+   stream that just started knows its rate), then goes without (``missing``). An F/T
+   reading W in its sensor frame {f} (rigidly attached to {i} in the URDF) is, by default,
+   the wrench the payload exerts on the robot (Gazebo's ``child_to_parent``):
+   F_i = -Ad(T_f_i)^T W (``ft_measures = "wrench_on_payload"``: +).
    Joint efforts: F_i = (J_b^T)^+ (tau - RNEA(q, dq, ddq)) (``RobotKinematics``). An IMU
    at r = p_i_u reads the specific force f_u = R_u_i (a_u - g_i), with a_u = a_i + alpha x r
    + omega x (omega x r) and a_i = dv + omega x v the grasp origin's acceleration in {i}.
@@ -92,10 +93,6 @@ class GraspSignalSettings:
                 "wrench_source joint_efforts needs kinematics_source joint_states (the efforts "
                 "map through the URDF's Jacobian): use an F/T sensor or joint states"
             )
-
-    @property
-    def needs_urdf(self) -> bool:
-        return self.kinematics_source == "joint_states"
 
 
 class _BadInputError(Exception):
@@ -179,33 +176,31 @@ class _Buffer:
     """Recent filtered samples of an auxiliary stream (F/T, IMU), interpolated at a stamp."""
 
     def __init__(self) -> None:
-        self.t: deque[float] = deque(maxlen=200)
-        self.x: deque[np.ndarray] = deque(maxlen=200)
+        self.samples: deque[tuple[float, np.ndarray]] = deque(maxlen=256)
 
     def clear(self) -> None:
-        self.t.clear()
-        self.x.clear()
+        self.samples.clear()
 
     def add(self, t: float, x: np.ndarray) -> None:
-        self.t.append(t)
-        self.x.append(x)
+        self.samples.append((t, x))
 
     def covers(self, t: float) -> bool:
-        return bool(self.t) and self.t[-1] >= t
+        return bool(self.samples) and self.samples[-1][0] >= t
 
     def at(self, t: float, max_gap: float) -> np.ndarray | None:
-        """Linear interpolation at t between the samples around it; None if there are none."""
-        stamps = np.asarray(self.t)
-        k = int(np.searchsorted(stamps, t))
-        if k == len(stamps) or (k == 0 and stamps[0] != t):
-            return None
-        if stamps[k] == t:
-            return self.x[k]
-        t0, t1 = stamps[k - 1], stamps[k]
-        if t1 - t0 > max_gap:
-            return None
-        u = (t - t0) / (t1 - t0)
-        return (1.0 - u) * self.x[k - 1] + u * self.x[k]
+        """Linear interpolation at t between the samples around it (searched from the newest,
+        where t usually is); None if there are none, or they are more than max_gap apart."""
+        later = None
+        for stamp, x in reversed(self.samples):
+            if stamp == t:
+                return x
+            if stamp < t:
+                if later is None or later[0] - stamp > max_gap:
+                    return None
+                u = (t - stamp) / (later[0] - stamp)
+                return (1.0 - u) * x + u * later[1]
+            later = (stamp, x)
+        return None
 
 
 @dataclass(frozen=True)
@@ -267,8 +262,18 @@ class GraspSignals:
 
     @property
     def notes(self) -> list[str]:
-        """Problems found in the streams themselves (e.g. a cutoff above an input's Nyquist)."""
-        return [s.note for s in self._streams.values() if s.note]
+        """Problems found in the streams themselves: a cutoff above an input's Nyquist rate, or
+        above the decimated output's."""
+        notes = [s.note for s in self._streams.values() if s.note]
+        rate = self._streams[self.settings.kinematics_source].rate_hz
+        n, cutoff = self.decimation, self.settings.cutoff_hz
+        if n > 1 and not 0 < cutoff < 0.5 * rate / n:
+            notes.append(
+                f"GraspState keeps every {n}th sample ({rate / n:.4g} Hz) but cutoff_hz "
+                f"{cutoff:g} is not below its Nyquist rate: the output aliases; lower cutoff_hz "
+                "or raise rate_hz"
+            )
+        return notes
 
     @property
     def rates_hz(self) -> dict[str, float]:

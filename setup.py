@@ -28,6 +28,7 @@ def share_files(*folders: str) -> list[tuple[str, list[str]]]:
 CONSOLE_SCRIPTS = [
     "inertia_estimation=inertia_estimation_ros.cli:main",
     "bringup=inertia_estimation_ros.ros.bringup:main",
+    "coordinator_node=inertia_estimation_ros.ros.nodes.coordinator_node:main",
     "robot_node=inertia_estimation_ros.ros.nodes.robot_node:main",
     "sim_node=inertia_estimation_ros.ros.nodes.sim_node:main",
 ]

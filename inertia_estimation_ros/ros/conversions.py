@@ -7,6 +7,8 @@ field crosses that boundary through a function here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import (
@@ -22,10 +24,11 @@ from geometry_msgs.msg import (
 )
 from scipy.spatial.transform import Rotation
 
+from ..core.cooperative.estimate import TeamEstimate
 from ..core.inertial import InertialParameters
 from ..core.samples import GraspSample
 from ..core.spatial import transform
-from ..msg import GraspState
+from ..msg import GraspFrame, GraspState, PayloadEstimate
 
 # Permutation between linear-first (ROS) and angular-first (core) 6-vectors; its own inverse.
 _SWAP = np.array([3, 4, 5, 0, 1, 2])
@@ -195,3 +198,56 @@ def to_grasp_state(sample: GraspSample, frame_id: str, home_frame_id: str) -> Gr
     msg.twist_derivative_covariance = to_covariance(sample.dV_cov)
     msg.wrench_covariance = to_covariance(sample.F_cov)
     return msg
+
+
+def to_payload_estimate(estimate: TeamEstimate, frame_of: Callable[[str], str]) -> PayloadEstimate:
+    """TeamEstimate -> PayloadEstimate; ``frame_of(robot_id)`` names each grasp frame ({s} is
+    the reference robot's). Grasp covariances go from core (dphi, dp) to message (dp, dphi)."""
+    msg = PayloadEstimate(
+        reference_robot_id=estimate.reference_robot_id,
+        stage=int(estimate.stage),
+        grasps_valid=estimate.grasps_valid,
+        mass_valid=estimate.mass_valid,
+        com_valid=estimate.com_valid,
+        inertia_valid=estimate.inertia_valid,
+        principal_axes=to_quaternion(estimate.R_s_c),
+        principal_moments=to_vector3(estimate.principal_moments),
+        parameters=np.asarray(estimate.theta, dtype=float),
+        parameter_covariance=np.asarray(estimate.theta_covariance, dtype=float).reshape(100),
+        physically_consistent=estimate.physically_consistent,
+        consistency_margin=float(estimate.consistency_margin),
+        kinematics_condition_number=float(estimate.kinematics_condition_number),
+        statics_condition_number=float(estimate.statics_condition_number),
+        dynamics_condition_number=float(estimate.dynamics_condition_number),
+        advice=list(estimate.advice),
+        residual_rms_angular_velocity=float(estimate.residual_rms_angular_velocity),
+        residual_rms_force=float(estimate.residual_rms_force),
+        residual_rms_moment=float(estimate.residual_rms_moment),
+        samples_kinematics=int(estimate.samples_kinematics),
+        samples_static=int(estimate.samples_static),
+        samples_dynamic=int(estimate.samples_dynamic),
+        samples_rejected=int(estimate.samples_rejected),
+    )
+    msg.header.stamp = to_time(max(estimate.stamp, 0.0))
+    msg.header.frame_id = frame_of(estimate.reference_robot_id)
+    msg.inertia = _inertia_message(estimate)
+    msg.grasps = [
+        GraspFrame(
+            robot_id=g.robot_id,
+            frame_id=frame_of(g.robot_id),
+            transform=to_transform(g.T_s_i),
+            covariance=to_covariance(g.covariance),
+        )
+        for g in estimate.grasps
+    ]
+    return msg
+
+
+def _inertia_message(estimate: TeamEstimate) -> Inertia:
+    """geometry_msgs/Inertia of an estimate; all zeros while its mass is unknown."""
+    if estimate.mass <= 0:
+        return Inertia()
+    body = InertialParameters.from_mass_com_inertia(
+        estimate.mass, estimate.p_s_c, estimate.inertia_about_com
+    )
+    return to_inertia(body)

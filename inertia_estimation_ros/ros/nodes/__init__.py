@@ -22,6 +22,7 @@ from ..interface import NodeInterface, markdown
 
 # executable -> (module, node class)
 NODES: dict[str, tuple[str, str]] = {
+    "coordinator_node": ("inertia_estimation_ros.ros.nodes.coordinator_node", "CoordinatorNode"),
     "robot_node": ("inertia_estimation_ros.ros.nodes.robot_node", "RobotNode"),
     "sim_node": ("inertia_estimation_ros.ros.nodes.sim_node", "SimNode"),
 }

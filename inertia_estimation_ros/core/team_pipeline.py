@@ -1,0 +1,529 @@
+"""The coordinator's pipeline, ROS-free: the very code the coordinator node runs live and
+``inertia_estimation estimate`` runs on a bag.
+
+``TeamPipeline`` takes every robot's ``GraspSample`` one at a time (any order across robots,
+each on its own clock) and
+
+1. checks it (``push``): known robot, the expected grasp frame id, finite values, a stamp
+   after the robot's last one. Bad samples are refused and counted by reason, never raised.
+   A stamp more than ``clock_jump`` before the robot's last one (a bag that loops) restarts
+   everything cleanly; samples still in flight from before the jump are refused;
+2. estimates the robots' clock offsets from their angular speeds (``clock.SpeedHistory``)
+   every ``clock_offset_period`` seconds, and aligns the samples onto the reference robot's
+   time base (``clock.StreamingAligner``);
+3. feeds the synchronized sets to the team estimator (``cooperative.TeamEstimator``;
+   ``process``), and solves when asked (``estimate``);
+4. watches the robots' liveness: a robot whose newest sample is ``robot_timeout`` older than
+   the team's newest is *silent*. Mass, CoM and inertia need every robot's wrench, so they
+   keep their values from before; grasp kinematics goes on among the robots still
+   publishing (a second estimator on that sub-team, as long as the reference robot is one of
+   them), and the estimate's advice says what can no longer be estimated and why;
+5. reports the diagnostics' content (``status``): per robot its rate, latency, clock offset
+   and refusals; for the team the stage, excitation figures with the estimator's advice,
+   physical consistency, dropped sets and update latency.
+
+Times are seconds on the robots' clocks. ``clock`` (optional) gives "now" on the same time
+base (the node's ROS clock); it is only used for latency figures.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+
+from .cooperative import (
+    ClockOffset,
+    EstimatorSettings,
+    SpeedHistory,
+    Stage,
+    StreamingAligner,
+    TeamEstimate,
+    TeamEstimator,
+)
+from .samples import GraspSample
+
+LEVELS = ("OK", "WARN", "ERROR")
+RATE_WINDOW = 2.0  # [s] of stamps over which a robot's rate is measured
+LATENCY_WINDOW = 2000  # latest latencies kept for percentiles
+# EstimatorSettings that the coordinator exposes as parameters.
+ESTIMATOR_PARAMETERS = (
+    "sample_rate_hz",
+    "input_cutoff_hz",
+    "kinematics_source",
+    "robust_loss",
+    "min_kinematics_samples",
+)
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """Tuning of ``TeamPipeline``; the coordinator node's parameters have the same names."""
+
+    grasp_frame: str = "{robot}/grasp"  # frame id of every robot's GraspState
+    max_gap: float = 0.1  # [s] a longer gap in a robot's samples is not interpolated over
+    max_delay: float = 0.5  # [s] a set still incomplete this long after its time is dropped
+    robot_timeout: float = 1.0  # [s] behind the team's newest sample: the robot is silent
+    clock_jump: float = 0.5  # [s] a stamp this far back restarts everything (a looping bag)
+    estimate_clock_offsets: bool = True
+    max_clock_offset: float = 0.2  # [s] largest offset searched between two robots' clocks
+    clock_offset_window: float = 20.0  # [s] of angular speed cross-correlated
+    clock_offset_period: float = 5.0  # [s] between offset estimates
+    estimator: EstimatorSettings = field(default_factory=EstimatorSettings)
+
+    def __post_init__(self) -> None:
+        if "{robot}" not in self.grasp_frame:
+            raise ValueError("setting grasp_frame must contain {robot}, e.g. '{robot}/grasp'")
+        for name in (
+            "max_gap",
+            "max_delay",
+            "robot_timeout",
+            "clock_jump",
+            "max_clock_offset",
+            "clock_offset_window",
+            "clock_offset_period",
+        ):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise ValueError(f"setting {name} must be a finite number > 0, got {value!r}")
+
+    def frame_of(self, robot_id: str) -> str:
+        return self.grasp_frame.format(robot=robot_id)
+
+    @classmethod
+    def from_parameters(cls, values: Mapping[str, object]) -> PipelineSettings:
+        """Settings from flat parameters (the coordinator node's): every key named like a field
+        of this class or of ``EstimatorSettings`` is used, others are ignored;
+        ``input_cutoff_hz`` 0 means no input filter. ValueError names a bad setting."""
+        estimator = {k: values[k] for k in ESTIMATOR_PARAMETERS if k in values}
+        if estimator.get("input_cutoff_hz") == 0:
+            estimator["input_cutoff_hz"] = None
+        own = {f.name for f in fields(cls)} - {"estimator"}
+        return cls(
+            **{k: v for k, v in values.items() if k in own},
+            estimator=EstimatorSettings(**estimator),
+        )
+
+
+@dataclass(frozen=True)
+class Status:
+    """One diagnostic status: ``level`` is OK, WARN or ERROR."""
+
+    name: str
+    level: str
+    message: str
+    values: dict[str, str]
+
+
+class _Subteam:
+    """Robots whose aligned sets feed one estimator (the whole team, or those still publishing)."""
+
+    def __init__(
+        self,
+        robot_ids: Sequence[str],
+        reference_id: str,
+        settings: PipelineSettings,
+        offsets: dict[str, float],
+    ) -> None:
+        self.robot_ids = tuple(robot_ids)
+        self.aligner = StreamingAligner(
+            self.robot_ids,
+            reference_id,
+            {r: offsets[r] for r in self.robot_ids},
+            settings.max_gap,
+            settings.max_delay,
+            buffer_seconds=settings.max_delay + 2 * settings.max_clock_offset + 1.0,
+        )
+        self.estimator = TeamEstimator(self.robot_ids, reference_id, settings.estimator)
+
+
+class TeamPipeline:
+    """Checks, clock offsets, alignment, estimation and liveness of one team (module docstring)."""
+
+    def __init__(
+        self,
+        robot_ids: Sequence[str],
+        reference_id: str,
+        settings: PipelineSettings | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        ids = tuple(robot_ids)
+        if len(ids) < 2 or len(set(ids)) != len(ids):
+            raise ValueError(f"robots must be at least two distinct ids, got {list(ids)}")
+        if reference_id not in ids:
+            raise ValueError(f"the reference robot {reference_id!r} is not one of {list(ids)}")
+        self.robot_ids, self.reference_id = ids, reference_id
+        self.settings = settings or PipelineSettings()
+        self.clock = clock
+        self.rejected: Counter = Counter()  # (robot id, reason) -> count, over the whole run
+        self.last_rejection = ""
+        self.resets = 0
+        self.events: deque[str] = deque(maxlen=100)  # what changed, for the node's log
+        self.update_latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        self._reported: Counter = Counter()
+        self._frozen = False
+        self._start()
+
+    def _start(self) -> None:
+        ids = self.robot_ids
+        self.offsets = {r: ClockOffset(0.0, 0.0) for r in ids}
+        self.full = _Subteam(ids, self.reference_id, self.settings, dict.fromkeys(ids, 0.0))
+        self.partial: _Subteam | None = None
+        self.silent: dict[str, float] = {}  # robot -> seconds behind the team's newest sample
+        self.last_stamp: dict[str, float] = {}
+        self.latest: dict[str, GraspSample] = {}  # newest accepted sample per robot
+        self.accepted: Counter = Counter()
+        self.updates = 0
+        self.last_estimate: TeamEstimate | None = None
+        self._speeds = SpeedHistory(ids, self.settings.clock_offset_window)
+        self._recent = {r: deque() for r in ids}  # stamps of the last RATE_WINDOW seconds
+        self._transport = {r: deque(maxlen=200) for r in ids}  # received - stamp
+        self._first_stamp: float | None = None
+        self._next_offsets: float | None = None
+        self._jump_base: float | None = None
+        if self._frozen:
+            self.full.estimator.freeze()
+
+    # ----- life cycle -------------------------------------------------------------------------
+    def reset(self, reason: str = "reset requested") -> None:
+        """Forget all data and estimates (the counts of refused input stay)."""
+        self.resets += 1
+        self.events.append(f"estimation restarted: {reason}")
+        self._start()
+
+    def freeze(self) -> None:
+        self._frozen = True
+        for team in self._teams():
+            team.estimator.freeze()
+
+    def unfreeze(self) -> None:
+        self._frozen = False
+        for team in self._teams():
+            team.estimator.unfreeze()
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
+
+    def _teams(self) -> list[_Subteam]:
+        return [self.full] + ([self.partial] if self.partial is not None else [])
+
+    # ----- input ------------------------------------------------------------------------------
+    def reject(self, robot_id: str, reason: str, detail: str = "") -> str:
+        """Count a refused input under ``reason``; returns the reason."""
+        self.rejected[(robot_id, reason)] += 1
+        self.last_rejection = f"{robot_id}: {detail or reason}"
+        return reason
+
+    def push(self, sample: GraspSample, frame_id: str, received: float | None = None) -> str:
+        """Check and buffer one robot's sample; returns '' or the reason it was refused."""
+        rid = sample.robot_id
+        if rid not in self.robot_ids:
+            return self.reject(
+                str(rid), "unknown robot", f"robot id {rid!r} is not one of {list(self.robot_ids)}"
+            )
+        expected = self.settings.frame_of(rid)
+        if frame_id != expected:
+            return self.reject(
+                rid, "wrong frame id", f"frame id {frame_id!r}, expected {expected!r}"
+            )
+        problem = _sample_problem(sample)
+        if problem:
+            return self.reject(rid, "non-finite or missing values", problem)
+        reason = self._check_stamp(rid, sample.stamp)
+        if reason:
+            return reason
+        self._accept(sample, received)
+        return ""
+
+    def _check_stamp(self, rid: str, stamp: float) -> str:
+        last = self.last_stamp.get(rid)
+        if last is None:
+            late = (
+                self._jump_base is not None and stamp > self._jump_base + self.settings.clock_jump
+            )
+            if late:
+                return self.reject(rid, "from before a clock jump", f"stamp {stamp:.3f} s")
+            return ""
+        if stamp > last:
+            return ""
+        if last - stamp > self.settings.clock_jump:
+            self.reset(
+                f"{rid}'s clock jumped back {last - stamp:.3g} s (a bag that loops?); "
+                "every robot starts afresh"
+            )
+            self._jump_base = stamp
+            return ""
+        if stamp == last:
+            return self.reject(rid, "duplicate stamp", f"stamp {stamp:.6f} s again")
+        return self.reject(
+            rid,
+            "out-of-order stamp",
+            f"stamp {stamp:.6f} s is {last - stamp:.3g} s before the last",
+        )
+
+    def _accept(self, sample: GraspSample, received: float | None) -> None:
+        rid, stamp = sample.robot_id, sample.stamp
+        self.last_stamp[rid] = stamp
+        self.latest[rid] = sample
+        self.accepted[rid] += 1
+        if self._first_stamp is None:
+            self._first_stamp = stamp
+        if self._jump_base is not None and len(self.last_stamp) == len(self.robot_ids):
+            self._jump_base = None
+        recent = self._recent[rid]
+        recent.append(stamp)
+        while recent[-1] - recent[0] > RATE_WINDOW:
+            recent.popleft()
+        if received is not None:
+            self._transport[rid].append(received - stamp)
+        self._speeds.add(sample)
+        for team in self._teams():
+            if rid in team.robot_ids:
+                team.aligner.push(sample)
+
+    # ----- processing -------------------------------------------------------------------------
+    def process(self) -> int:
+        """Align what arrived and feed the estimator(s); returns the number of sets accepted."""
+        self._update_liveness()
+        self._update_offsets()
+        accepted = 0
+        for team in self._teams():
+            for samples in team.aligner.pop_ready():
+                if team.estimator.update(samples).accepted:
+                    accepted += 1
+                    self._record_latency(samples[self.reference_id].stamp)
+        self.updates += accepted
+        return accepted
+
+    def _record_latency(self, stamp: float) -> None:
+        if self.clock is not None:
+            self.update_latencies.append(self.clock() - stamp)
+
+    def _behind(self) -> dict[str, float]:
+        """Seconds each robot's newest sample is behind the team's newest (reference time)."""
+        offsets = self.full.aligner.offsets
+        on_reference = {r: t - offsets[r] for r, t in self.last_stamp.items()}
+        newest = max(on_reference.values())
+        return {r: newest - on_reference.get(r, self._first_stamp) for r in self.robot_ids}
+
+    def _update_liveness(self) -> None:
+        if not self.last_stamp:
+            return
+        behind = self._behind()
+        silent = {r: t for r, t in behind.items() if t > self.settings.robot_timeout}
+        if set(silent) != set(self.silent):
+            self._regroup(set(silent))
+        self.silent = silent
+
+    def _regroup(self, silent: set[str]) -> None:
+        """A robot went silent or came back: rebuild the sub-team of those publishing."""
+        for rid in sorted(silent - set(self.silent)):
+            self.events.append(f"{rid} is silent: {self._silence_consequence(rid)}")
+        for rid in sorted(set(self.silent) - silent):
+            self.events.append(f"{rid} publishes again")
+        active = [r for r in self.robot_ids if r not in silent]
+        self.partial = None
+        if silent and self.reference_id in active and len(active) >= 2:
+            offsets = {r: self.full.aligner.offsets[r] for r in active}
+            self.partial = _Subteam(active, self.reference_id, self.settings, offsets)
+            if self._frozen:
+                self.partial.estimator.freeze()
+        if not silent:
+            self.events.append("the whole team publishes: estimation with every robot goes on")
+
+    def _silence_consequence(self, rid: str) -> str:
+        active = [r for r in self.robot_ids if r not in self.silent and r != rid]
+        if rid == self.reference_id:
+            return (
+                "it is the reference robot: nothing can be updated in its grasp frame until it "
+                "is back (or restart the coordinator with another reference_robot)"
+            )
+        if len(active) < 2:
+            return "grasp kinematics needs at least two robots publishing"
+        return (
+            "mass, CoM and inertia need every robot holding the payload, so they keep the "
+            f"values estimated before; grasp kinematics goes on among {', '.join(active)}"
+        )
+
+    def _update_offsets(self) -> None:
+        s = self.settings
+        if not s.estimate_clock_offsets or not self.last_stamp:
+            return
+        newest = max(self.last_stamp.values())
+        if self._next_offsets is None:
+            self._next_offsets = newest + s.clock_offset_period
+        if newest < self._next_offsets:
+            return
+        self._next_offsets = newest + s.clock_offset_period
+        self.offsets = self._speeds.offsets(self.reference_id, s.max_clock_offset)
+        trusted = {
+            r: o.offset for r, o in self.offsets.items() if not o.advice and r not in self.silent
+        }
+        for team in self._teams():
+            team.aligner.set_offsets({r: v for r, v in trusted.items() if r in team.robot_ids})
+
+    # ----- output -----------------------------------------------------------------------------
+    def estimate(self, full: bool = False) -> TeamEstimate:
+        """The team's estimate: warm-started (cached without new data), or from scratch with
+        ``full``. While robots are silent: the whole team's estimate from before, with the
+        grasps of the robots still publishing from their own estimator, and advice."""
+        team = self.full.estimator
+        estimate = team.estimate_now() if full else team.estimate()
+        if self.silent:
+            estimate = self._degraded(estimate, full)
+        self.last_estimate = estimate
+        return estimate
+
+    def _degraded(self, estimate: TeamEstimate, full: bool) -> TeamEstimate:
+        advice = [
+            f"{rid} is silent (no sample for {behind:.1f} s): {self._silence_consequence(rid)}"
+            for rid, behind in sorted(self.silent.items())
+        ]
+        if self.partial is None:
+            return replace(estimate, advice=tuple(advice) + estimate.advice)
+        sub = self.partial.estimator
+        part = sub.estimate_now() if full else sub.estimate()
+        grasps = estimate.grasps
+        if part.grasps_valid:
+            latest = {g.robot_id: g for g in part.grasps}
+            grasps = tuple(latest.get(g.robot_id, g) for g in estimate.grasps)
+        else:
+            advice.append(
+                f"grasp kinematics among {', '.join(self.partial.robot_ids)} has "
+                f"{part.samples_kinematics} moving samples of the "
+                f"{self.settings.estimator.min_kinematics_samples} it needs: keep moving"
+            )
+        return replace(
+            estimate,
+            stamp=max(estimate.stamp, part.stamp),
+            grasps=grasps,
+            advice=tuple(advice) + estimate.advice,
+            samples_kinematics=estimate.samples_kinematics + part.samples_kinematics,
+            samples_static=estimate.samples_static + part.samples_static,
+            samples_dynamic=estimate.samples_dynamic + part.samples_dynamic,
+            samples_rejected=estimate.samples_rejected + part.samples_rejected,
+        )
+
+    def dropped(self) -> Counter:
+        """Sets the aligners could not form, by reason."""
+        total = Counter()
+        for team in self._teams():
+            total.update(team.aligner.dropped)
+        return total
+
+    def status(self) -> list[Status]:
+        """Diagnostics: one status per robot, then the team's estimate."""
+        statuses = [self._robot_status(r) for r in self.robot_ids]
+        statuses.append(self._team_status())
+        self._reported = Counter(self.rejected)
+        return statuses
+
+    def _robot_status(self, rid: str) -> Status:
+        recent = self._recent[rid]
+        span = recent[-1] - recent[0] if len(recent) > 1 else 0.0
+        values = {
+            "rate [Hz]": f"{(len(recent) - 1) / span:.1f}" if span > 0 else "0",
+            "accepted": str(self.accepted[rid]),
+        }
+        if self._transport[rid]:
+            values["latency [ms]"] = f"{1e3 * np.median(self._transport[rid]):.1f}"
+        offset = self.offsets[rid]
+        values["clock offset [ms]"] = f"{1e3 * self.full.aligner.offsets[rid]:.2f}"
+        if offset.advice:
+            values["clock offset note"] = offset.advice
+        rejected = {reason: n for (r, reason), n in self.rejected.items() if r == rid}
+        values |= {f"rejected: {reason}": str(n) for reason, n in sorted(rejected.items())}
+        new = sum(n - self._reported[(rid, reason)] for reason, n in rejected.items())
+        if rid in self.silent:
+            message = (
+                f"{rid} is silent (no sample for {self.silent[rid]:.1f} s): "
+                f"{self._silence_consequence(rid)}"
+            )
+            return Status(rid, "ERROR", message, values)
+        if rid not in self.last_stamp:
+            return Status(rid, "WARN", f"no sample from {rid} yet", values)
+        if new:
+            return Status(rid, "WARN", f"{new} samples refused ({self.last_rejection})", values)
+        return Status(rid, "OK", f"{values['rate [Hz]']} Hz", values)
+
+    def _team_status(self) -> Status:
+        values = {"updates": str(self.updates), "restarts": str(self.resets)}
+        values |= {f"sets dropped: {k}": str(v) for k, v in sorted(self.dropped().items())}
+        reasons = Counter()
+        for team in self._teams():
+            reasons.update(team.estimator.rejection_reasons)
+        values |= {f"sets rejected: {k}": str(v) for k, v in sorted(reasons.items())}
+        if self.update_latencies:
+            p50, p99 = np.percentile(self.update_latencies, [50, 99])
+            values["update latency p50 [ms]"] = f"{1e3 * p50:.1f}"
+            values["update latency p99 [ms]"] = f"{1e3 * p99:.1f}"
+        estimate = self.last_estimate
+        if estimate is None:
+            return Status("estimate", "WARN", "no estimate yet", values)
+        values |= estimate_values(estimate)
+        if self.silent:
+            names = ", ".join(sorted(self.silent))
+            message = f"{names} silent: " + self._silence_consequence(min(self.silent))
+            return Status("estimate", "ERROR", message, values)
+        complete = estimate.stage in (Stage.DYNAMICS, Stage.FROZEN) and estimate.inertia_valid
+        if complete and estimate.physically_consistent and not estimate.advice:
+            return Status("estimate", "OK", "every quantity estimated, consistent", values)
+        message = "; ".join(estimate.advice) or f"stage {estimate.stage.name}"
+        if estimate.inertia_valid and not estimate.physically_consistent:
+            message = "the inertia is not physically consistent; " + message
+        return Status("estimate", "WARN", message, values)
+
+
+def estimate_values(estimate: TeamEstimate) -> dict[str, str]:
+    """The diagnostics' key-value view of an estimate: stage, validity, excitation
+    (condition numbers and the core's advice), consistency, residuals and counts."""
+    values = {
+        "stage": estimate.stage.name,
+        "valid": ", ".join(
+            name
+            for name, ok in (
+                ("grasps", estimate.grasps_valid),
+                ("mass", estimate.mass_valid),
+                ("CoM", estimate.com_valid),
+                ("inertia", estimate.inertia_valid),
+            )
+            if ok
+        )
+        or "nothing yet",
+        "excitation: kinematics condition number": f"{estimate.kinematics_condition_number:.3g}",
+        "excitation: statics condition number": f"{estimate.statics_condition_number:.3g}",
+        "excitation: dynamics condition number": f"{estimate.dynamics_condition_number:.3g}",
+        "physically consistent": str(estimate.physically_consistent),
+        "consistency margin [kg m^2]": f"{estimate.consistency_margin:.3g}",
+        "residual rms angular velocity [rad/s]": f"{estimate.residual_rms_angular_velocity:.3g}",
+        "residual rms force [N]": f"{estimate.residual_rms_force:.3g}",
+        "residual rms moment [N m]": f"{estimate.residual_rms_moment:.3g}",
+        "samples kinematics / static / dynamic / rejected": (
+            f"{estimate.samples_kinematics} / {estimate.samples_static} / "
+            f"{estimate.samples_dynamic} / {estimate.samples_rejected}"
+        ),
+    }
+    values |= {f"advice {k + 1}": text for k, text in enumerate(estimate.advice)}
+    return values
+
+
+def _sample_problem(sample: GraspSample) -> str:
+    """What makes a sample unusable for the team (non-finite or missing fields), or ''."""
+    for name in ("T_i0_i", "V_i", "dV_i"):
+        value = np.asarray(getattr(sample, name), dtype=float)
+        if not np.all(np.isfinite(value)):
+            return f"{name} is missing or not finite"
+    F = np.asarray(sample.F_i, dtype=float)
+    if sample.has_force and not np.all(np.isfinite(F[3:])):
+        return "force is not finite"
+    if sample.has_torque and not np.all(np.isfinite(F[:3])):
+        return "torque is not finite"
+    if sample.g_i is not None and not np.all(np.isfinite(sample.g_i)):
+        return "gravity is not finite"
+    if not math.isfinite(sample.stamp):
+        return "stamp is not finite"
+    return ""

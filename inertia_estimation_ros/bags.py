@@ -151,12 +151,16 @@ class BagWriter:
     def __exit__(self, *exc: object) -> None:
         self._writer.close()
 
-    def write(self, topic: str, msgtype: str, timestamp_ns: int, msg: Any) -> None:
+    def write(
+        self, topic: str, msgtype: str, timestamp_ns: int, msg: Any, latched: bool = False
+    ) -> None:
+        """Write one message; ``latched`` (or the constructor's list) offers its topic
+        transient-local, decided at the topic's first message."""
         connection = self._connections.get(topic)
         if connection is None:
             if msgtype not in typestore().types:
                 raise BagError(f"{topic}: unknown message type {msgtype}")
-            qos = [LATCHED_QOS] if topic in self._latched else []
+            qos = [LATCHED_QOS] if latched or topic in self._latched else []
             connection = self._writer.add_connection(
                 topic, msgtype, typestore=typestore(), offered_qos_profiles=qos
             )

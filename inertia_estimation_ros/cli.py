@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .commands import demo, simulate
+from .commands import demo, estimate, record, replay, report, simulate
 
-COMMANDS = [demo, simulate]
+COMMANDS = [demo, simulate, record, replay, estimate, report]
 
 
 def build_parser() -> argparse.ArgumentParser:

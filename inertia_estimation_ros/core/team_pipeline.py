@@ -9,8 +9,11 @@ each on its own clock) and
    A stamp more than ``clock_jump`` before the robot's last one (a bag that loops) restarts
    everything cleanly; samples still in flight from before the jump are refused;
 2. estimates the robots' clock offsets from their angular speeds (``clock.SpeedHistory``)
-   every ``clock_offset_period`` seconds, and aligns the samples onto the reference robot's
-   time base (``clock.StreamingAligner``);
+   and aligns the samples onto the reference robot's time base (``clock.StreamingAligner``).
+   The estimator's statistics never forget, so nothing reaches it before the offsets are
+   known: samples wait (at most ``clock_offset_window`` seconds) until every robot's offset
+   is determined, then go through the aligner; the offsets are re-estimated every
+   ``clock_offset_period`` seconds;
 3. feeds the synchronized sets to the team estimator (``cooperative.TeamEstimator``;
    ``process``), and solves when asked (``estimate``);
 4. watches the robots' liveness: a robot whose newest sample is ``robot_timeout`` older than
@@ -48,6 +51,9 @@ from .samples import GraspSample
 
 LEVELS = ("OK", "WARN", "ERROR")
 RATE_WINDOW = 2.0  # [s] of stamps over which a robot's rate is measured
+WARMUP_MIN_SPAN = 4.0  # [s] of samples before the first clock offset estimate
+WARMUP_RETRY = 0.5  # [s] between offset estimates until every offset is known
+RELEASE_CHUNK = 64  # waiting samples pushed between two alignments
 LATENCY_WINDOW = 2000  # latest latencies kept for percentiles
 # EstimatorSettings that the coordinator exposes as parameters.
 ESTIMATOR_PARAMETERS = (
@@ -184,6 +190,10 @@ class TeamPipeline:
         self._first_stamp: float | None = None
         self._next_offsets: float | None = None
         self._jump_base: float | None = None
+        # Samples waiting for the first clock offsets (None: offsets known or not estimated).
+        self._waiting: list[GraspSample] | None = (
+            [] if self.settings.estimate_clock_offsets else None
+        )
         if self._frozen:
             self.full.estimator.freeze()
 
@@ -281,8 +291,14 @@ class TeamPipeline:
         if received is not None:
             self._transport[rid].append(received - stamp)
         self._speeds.add(sample)
+        if self._waiting is not None:
+            self._waiting.append(sample)
+        else:
+            self._align(sample)
+
+    def _align(self, sample: GraspSample) -> None:
         for team in self._teams():
-            if rid in team.robot_ids:
+            if sample.robot_id in team.robot_ids:
                 team.aligner.push(sample)
 
     # ----- processing -------------------------------------------------------------------------
@@ -290,6 +306,9 @@ class TeamPipeline:
         """Align what arrived and feed the estimator(s); returns the number of sets accepted."""
         self._update_liveness()
         self._update_offsets()
+        return self._update()
+
+    def _update(self) -> int:
         accepted = 0
         for team in self._teams():
             for samples in team.aligner.pop_ready():
@@ -354,17 +373,34 @@ class TeamPipeline:
         if not s.estimate_clock_offsets or not self.last_stamp:
             return
         newest = max(self.last_stamp.values())
+        span = newest - self._first_stamp
         if self._next_offsets is None:
-            self._next_offsets = newest + s.clock_offset_period
+            self._next_offsets = self._first_stamp + WARMUP_MIN_SPAN
         if newest < self._next_offsets:
             return
-        self._next_offsets = newest + s.clock_offset_period
+        waiting = self._waiting is not None
+        self._next_offsets = newest + (WARMUP_RETRY if waiting else s.clock_offset_period)
         self.offsets = self._speeds.offsets(self.reference_id, s.max_clock_offset)
         trusted = {
             r: o.offset for r, o in self.offsets.items() if not o.advice and r not in self.silent
         }
+        if waiting and len(trusted) < len(self.robot_ids) and span < s.clock_offset_window:
+            return
         for team in self._teams():
             team.aligner.set_offsets({r: v for r, v in trusted.items() if r in team.robot_ids})
+        if waiting:
+            self._release_waiting()
+
+    def _release_waiting(self) -> None:
+        """Align the samples that waited for the clock offsets, in time order, in chunks (the
+        aligners' buffers hold a few seconds)."""
+        offsets = self.full.aligner.offsets
+        waiting = sorted(self._waiting, key=lambda x: x.stamp - offsets[x.robot_id])
+        self._waiting = None
+        for start in range(0, len(waiting), RELEASE_CHUNK):
+            for sample in waiting[start : start + RELEASE_CHUNK]:
+                self._align(sample)
+            self._update()
 
     # ----- output -----------------------------------------------------------------------------
     def estimate(self, full: bool = False) -> TeamEstimate:
@@ -372,11 +408,27 @@ class TeamPipeline:
         ``full``. While robots are silent: the whole team's estimate from before, with the
         grasps of the robots still publishing from their own estimator, and advice."""
         team = self.full.estimator
-        estimate = team.estimate_now() if full else team.estimate()
+        try:
+            estimate = team.estimate_now() if full else team.estimate()
+        except (np.linalg.LinAlgError, ValueError) as error:  # keep the last one, say why
+            if self.last_estimate is None:
+                raise
+            self.events.append(f"the solve failed ({error}); the last estimate stays")
+            return self.last_estimate
         if self.silent:
             estimate = self._degraded(estimate, full)
+        if self._waiting is not None:
+            estimate = replace(estimate, advice=(self._clock_advice(),) + estimate.advice)
         self.last_estimate = estimate
         return estimate
+
+    def _clock_advice(self) -> str:
+        span = max(self.last_stamp.values()) - self._first_stamp if self.last_stamp else 0.0
+        unknown = [r for r, o in self.offsets.items() if o.advice or not o.correlation]
+        return (
+            f"estimating the clock offsets of {', '.join(unknown)} ({span:.1f} s of samples "
+            "wait for them): rotate the payload back and forth"
+        )
 
     def _degraded(self, estimate: TeamEstimate, full: bool) -> TeamEstimate:
         advice = [

@@ -1,0 +1,198 @@
+"""``inertia_estimation estimate``: the coordinator's pipeline on a bag, faster than real time.
+
+``estimate_bag`` feeds every robot's recorded ``/<robot>/grasp_state`` in log-time order
+through ``core.team_pipeline.TeamPipeline`` (the code the coordinator node runs live), solves
+every ``period`` seconds of bag time (the history that the report plots), and ends with a
+solve from scratch, as the coordinator's ``~/estimate_now`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+GRASP_TOPIC = re.compile(r"^/([^/]+)/grasp_state$")  # a robot's, not /ground_truth/<id>/...
+TRUTH_TOPIC = "/ground_truth/payload"
+LIVE_TOPIC = "/payload_estimate"
+
+
+@dataclass
+class BagRun:
+    """What ``estimate_bag`` found (``source`` "offline"): the final estimate, the history
+    (``PayloadEstimate`` messages every ``period`` of bag time), the pipeline (counts,
+    refusals), and from the bag the ground truth and the live coordinator's estimates, if
+    recorded. The demo fills one with the live coordinator's estimates (``source`` "live")."""
+
+    robots: list[str]
+    reference: str
+    final: Any  # PayloadEstimate
+    history: list = field(default_factory=list)
+    pipeline: Any = None  # TeamPipeline
+    truth: Any = None  # PayloadEstimate or None
+    live: list = field(default_factory=list)  # recorded PayloadEstimate messages
+    source: str = "offline"
+
+
+def bag_robots(path: Path) -> list[str]:
+    """Robot ids with a ``/<id>/grasp_state`` topic in the bag, sorted."""
+    from ..bags import bag_topics
+
+    return sorted(m.group(1) for t in bag_topics(path) if (m := GRASP_TOPIC.match(t)))
+
+
+def coordinator_parameters(config: str | Path) -> dict[str, object]:
+    """The ``/coordinator_node`` parameters of a graph config (``ros.graph``)."""
+    from ..ros.graph import load_graph
+
+    return dict(load_graph(config).node("/coordinator_node").parameters)
+
+
+def estimate_bag(
+    path: Path,
+    parameters: dict[str, object] | None = None,
+    period: float = 5.0,
+    progress: Any = None,
+) -> BagRun:
+    """Run the coordinator pipeline on a bag. ``parameters`` are coordinator parameters
+    (``robots``, ``reference_robot`` and the pipeline's; default: the bag's robots, the
+    truth's reference or the first robot). ``progress(seconds)`` gets the bag time done."""
+    from ..bags import bag_topics, read_bag
+    from ..core.team_pipeline import PipelineSettings, TeamPipeline
+    from ..ros.conversions import grasp_sample, to_payload_estimate
+
+    parameters = dict(parameters or {})
+    topics = bag_topics(path)
+    truth, live = _recorded_estimates(path, topics)
+    robots = list(parameters.get("robots") or bag_robots(path))
+    if len(robots) < 2:
+        raise ValueError(f"{path} holds grasp_state of {robots}: the team needs two robots")
+    reference = parameters.get("reference_robot") or (
+        truth.reference_robot_id if truth is not None else robots[0]
+    )
+    settings = PipelineSettings.from_parameters(parameters)
+    pipeline = TeamPipeline(robots, reference, settings)
+    history, next_solve, first = [], None, None
+    wanted = [f"/{r}/grasp_state" for r in robots]
+    missing = [t for t in wanted if t not in topics]
+    if missing:
+        raise ValueError(f"{path} has no {missing}: record every robot's grasp_state")
+    for message in read_bag(path, wanted, deserialize="rclpy"):
+        msg = message.message
+        rid = message.topic.split("/")[1]
+        if msg.robot_id != rid:
+            pipeline.reject(rid, "unknown robot id", f"robot id {msg.robot_id!r}")
+        else:
+            try:
+                pipeline.push(grasp_sample(msg), msg.header.frame_id)
+            except (ValueError, TypeError) as error:
+                pipeline.reject(rid, "malformed message", str(error))
+        t = message.timestamp * 1e-9
+        first = t if first is None else first
+        next_solve = t + period if next_solve is None else next_solve
+        if t >= next_solve:
+            next_solve = t + period
+            pipeline.process()
+            history.append(to_payload_estimate(pipeline.estimate(), settings.frame_of))
+            if progress is not None:
+                progress(t - first)
+    pipeline.process()
+    final = to_payload_estimate(pipeline.estimate(full=True), settings.frame_of)
+    history.append(final)
+    return BagRun(robots, reference, final, history, pipeline, truth, live)
+
+
+def _recorded_estimates(path: Path, topics: dict[str, str]) -> tuple[Any, list]:
+    """The ground truth (first message) and the live estimates, when the bag has them."""
+    from ..bags import read_bag
+
+    wanted = [t for t in (TRUTH_TOPIC, LIVE_TOPIC) if t in topics]
+    truth, live = None, []
+    for message in read_bag(path, wanted, deserialize="rclpy"):
+        if message.topic == TRUTH_TOPIC:
+            truth = truth or message.message
+        else:
+            live.append(message.message)
+    return truth, live
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "estimate",
+        help="run the coordinator's pipeline on a bag, faster than real time",
+        description=(
+            "Feed every robot's /<robot>/grasp_state of a bag through the coordinator's "
+            "pipeline (the same code as coordinator_node: checks, clock offsets, alignment, "
+            "the team estimator), as fast as it goes, and print the final estimate +- 1 sigma, "
+            "against the ground truth when the bag has /ground_truth/payload (simulator "
+            "bags). Bags of raw driver topics only need robot nodes first: replay them "
+            "through `bringup replay.yaml` and `record` the grasp_state."
+        ),
+        epilog=(
+            "examples:\n"
+            "  inertia_estimation estimate runs/demo/bag\n"
+            "  inertia_estimation estimate runs/demo/bag --report runs/demo/report\n"
+            "  inertia_estimation estimate bag --config sim_paper000.yaml  # its coordinator's\n"
+            "  inertia_estimation estimate bag --robots robot_1 robot_2 --reference robot_2"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_bag_arguments(parser)
+    parser.add_argument("--report", type=Path, help="also write the report into this folder")
+    parser.set_defaults(run=run)
+
+
+def add_bag_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments shared with ``report``: the bag and the pipeline's parameters."""
+    parser.add_argument("bag", type=Path, help="rosbag2 folder with /<robot>/grasp_state")
+    parser.add_argument(
+        "--config", help="graph config whose /coordinator_node parameters to use (config/*.yaml)"
+    )
+    parser.add_argument("--robots", nargs="+", help="robot ids (default: every grasp_state)")
+    parser.add_argument("--reference", help="reference robot (default: the truth's, or first)")
+    parser.add_argument(
+        "--period",
+        type=float,
+        default=5.0,
+        help="seconds of bag time between solves of the history (default 5)",
+    )
+
+
+def run_on_bag(args: argparse.Namespace) -> BagRun:
+    """``estimate_bag`` with the command line's parameters and a progress bar."""
+    from rosbags.rosbag2 import Reader
+    from tqdm import tqdm
+
+    parameters = coordinator_parameters(args.config) if args.config else {}
+    if args.robots:
+        parameters["robots"] = args.robots
+    if args.reference:
+        parameters["reference_robot"] = args.reference
+    with Reader(args.bag) as reader:
+        duration = reader.duration * 1e-9
+    with tqdm(total=round(duration, 1), unit="bag s", desc="estimate") as bar:
+
+        def advance(seconds: float) -> None:
+            bar.update(round(seconds, 1) - bar.n)
+
+        result = estimate_bag(args.bag, parameters, args.period, advance)
+        bar.update(bar.total - bar.n)
+    return result
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..bags import BagError
+    from .report import comparison_table, write_report
+
+    try:
+        result = run_on_bag(args)
+    except (BagError, ValueError, FileNotFoundError, KeyError) as error:
+        print(f"error: {error}")
+        return 2
+    print(comparison_table(result.final, result.truth))
+    if args.report:
+        write_report(args.report, result, args.bag)
+        print(f"report: {args.report / 'report.md'}")
+    return 0

@@ -1,0 +1,85 @@
+"""``DemoMonitor``: what ``inertia_estimation demo`` watches while the graph runs.
+
+It follows the simulation's progress (its ``/diagnostics``: simulated time and phase), keeps
+every ``payload_estimate`` the coordinator publishes and the simulator's ground truth
+(``/ground_truth/payload``, latched), and calls the coordinator's ``~/estimate_now``.
+Callbacks only store; ``line()`` formats a progress line from what arrived.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+from std_srvs.srv import Trigger
+
+from ..msg import PayloadEstimate
+from .interface import LATCHED_QOS, RELIABLE_QOS
+
+STAGES = ("WAITING", "KINEMATICS", "STATICS", "DYNAMICS", "FROZEN")
+
+
+class DemoMonitor(Node):
+    """Progress of a simulation graph and its coordinator's estimates."""
+
+    def __init__(self, coordinator: str = "/coordinator_node", **kwargs: object):
+        super().__init__("demo_monitor", **kwargs)
+        self.estimates: list[PayloadEstimate] = []
+        self.truth: PayloadEstimate | None = None
+        self.simulation: dict[str, str] = {}
+        self.new_estimate = threading.Event()
+        self.create_subscription(
+            DiagnosticArray, "/diagnostics", self._on_diagnostics, RELIABLE_QOS
+        )
+        self.create_subscription(
+            PayloadEstimate, "/payload_estimate", self._on_estimate, LATCHED_QOS
+        )
+        self.create_subscription(
+            PayloadEstimate, "/ground_truth/payload", self._on_truth, LATCHED_QOS
+        )
+        self._estimate_now = self.create_client(Trigger, f"{coordinator}/estimate_now")
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            if status.name == "/sim_node":
+                self.simulation = {kv.key: kv.value for kv in status.values}
+
+    def _on_estimate(self, msg: PayloadEstimate) -> None:
+        self.estimates.append(msg)
+        self.new_estimate.set()
+
+    def _on_truth(self, msg: PayloadEstimate) -> None:
+        self.truth = msg
+
+    @property
+    def phase(self) -> str:
+        return self.simulation.get("phase", "")
+
+    def line(self) -> str:
+        """One progress line: simulated time and phase, the estimate's stage and values."""
+        sim = self.simulation.get("simulated time [s]", "starting")
+        parts = [f"sim {sim} s, {self.phase or 'waiting for subscribers'}"]
+        if self.estimates:
+            e = self.estimates[-1]
+            parts.append(f"stage {STAGES[e.stage]}")
+            if e.mass_valid:
+                parts.append(f"mass {e.inertia.m:.3f} kg")
+            if e.com_valid:
+                c = e.inertia.com
+                parts.append(f"CoM ({c.x:.3f}, {c.y:.3f}, {c.z:.3f}) m")
+            if e.inertia_valid:
+                m = e.principal_moments
+                parts.append(f"moments ({m.x:.3f}, {m.y:.3f}, {m.z:.3f}) kg m^2")
+            if e.advice:
+                parts.append(f"advice: {e.advice[0]}")
+        return " | ".join(parts)
+
+    def estimate_now(self, timeout: float) -> Trigger.Response | None:
+        """Call the coordinator's ~/estimate_now (the node must be spinning elsewhere)."""
+        if not self._estimate_now.wait_for_service(timeout_sec=timeout):
+            return None
+        future = self._estimate_now.call_async(Trigger.Request())
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        return future.result() if done.wait(timeout) else None

@@ -1,0 +1,65 @@
+"""Exact team data for the coordinator's tests (``sim.analytic``): paper 000's team and payload,
+guided 6-DoF motion, static tilts and pivoting, each robot stamping on its own clock."""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+
+import numpy as np
+
+from inertia_estimation_ros.sim import analytic as an
+
+RATE = 100.0
+ROBOTS = an.PAPER_ROBOTS
+CLOCK_OFFSETS = {"robot_1": 0.0, "robot_2": 0.023, "robot_3": -0.031}  # t_robot - t_reference
+
+
+@cache
+def team_session(
+    kin_seconds: float = 5.0,
+    pivot_seconds: float = 6.0,
+    offsets: bool = True,
+    noise: bool = False,
+    statics: bool = True,
+    start: float = 10.0,
+):
+    """(team, payload in {s}, measured GraspSeries per robot, stamps on each robot's clock
+    starting near ``start``): guided motion, static tilts (``statics``), pivoting. Exact, or
+    with the white noise of instrumented robots (``noise``)."""
+    rng = np.random.default_rng(3)
+    team, payload = an.paper_team(), an.paper_payload()
+    kin, pivot = an.paper_kinematics_motion(rng), an.paper_inertia_motion(rng)
+    tilts = an.paper_static_motion(hold=1.0, move=1.0)
+    segments = [
+        (
+            an.PayloadMotion(
+                an.Ramped(kin.rotation, kin_seconds, 1.0),
+                an.Ramped(kin.translation, kin_seconds, 1.0),
+                kin.pivot_s,
+            ),
+            kin_seconds,
+        ),
+        *([(tilts, tilts.rotation.duration)] if statics else []),
+        (
+            an.PayloadMotion(
+                an.Ramped(pivot.rotation, pivot_seconds, 1.0), pivot.translation, pivot.pivot_s
+            ),
+            pivot_seconds,
+        ),
+    ]
+    errors = dataclasses.replace(
+        an.no_errors(ROBOTS),
+        clock_offset={r: (CLOCK_OFFSETS[r] if offsets else 0.0) + start for r in ROBOTS},
+    )
+    sim, _ = an.simulate_session(
+        team,
+        payload,
+        segments,
+        RATE,
+        errors=errors,
+        noise=an.instrumented_noise() if noise else None,
+        rng=rng,
+        internal=an.squeeze_forces(team, 20.0),
+    )
+    return team, payload, sim.measured

@@ -1,8 +1,8 @@
 """``bringup <config.yaml>``: run a config's graph with one command, without ``ros2 launch``.
 
 The same graph from the same YAML as the launch files (``ros.graph``). By default every node
-runs in this process on one executor (single- or, with ``--executor multi``, multi-threaded;
-see ``runtime.EXECUTORS``); with ``--processes`` each node runs as its own executable, given
+runs in this process on one ``MultiThreadedExecutor`` (``--executor single``: a
+``SingleThreadedExecutor``); with ``--processes`` each node runs as its own executable, given
 the config as its parameter file, as ``ros2 launch`` starts them.
 Ctrl-C or SIGTERM stops the graph cleanly; so does a node that finishes (``sim_node`` with
 ``exit_when_done``) or, with ``--processes``, any child that exits.
@@ -31,7 +31,7 @@ from .parameters import ParameterError
 from .runtime import EXECUTORS, SHUTDOWN_TIMEOUT, NodeGroup, run_until_interrupted
 
 
-def start_graph(graph: Graph, context: Context, executor: str = "single") -> NodeGroup:
+def start_graph(graph: Graph, context: Context, executor: str = "multi") -> NodeGroup:
     """Construct every node of the graph in ``context`` and start spinning them (in a thread).
 
     A node that rejects its parameters raises ParameterError after the nodes built so far
@@ -55,7 +55,7 @@ def start_graph(graph: Graph, context: Context, executor: str = "single") -> Nod
     return NodeGroup(nodes, context, executor).start()
 
 
-def run_in_process(graph: Graph, executor: str = "single") -> int:
+def run_in_process(graph: Graph, executor: str = "multi") -> int:
     context = Context()
     rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     try:
@@ -140,9 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--executor",
         choices=sorted(EXECUTORS),
-        default="single",
-        help="rclpy executor of the in-process graph (default single: it keeps up with more "
-        "messages than multi under Python's global interpreter lock)",
+        default="multi",
+        help="rclpy executor of the in-process graph: MultiThreadedExecutor (default) or "
+        "SingleThreadedExecutor (less CPU under Python's global interpreter lock)",
     )
     parser.add_argument(
         "--use-sim-time",

@@ -1,9 +1,10 @@
 """Running nodes: the executables' ``main``, a group of nodes on one multi-threaded executor
 with a clean shutdown, wall-clock timers, and diagnostics messages.
 
-Shutdown order (``NodeGroup.stop``): the executor shuts down and its thread is joined before
-the nodes are destroyed and the context is shut down; a node destroyed while a thread still
-spins it can hang (``/work/shared/notes/simulation-tips.md``).
+Shutdown order (``NodeGroup.stop``): the spinning thread is joined and the executor shut down
+(its callbacks under way finish) before the nodes are destroyed and the context is shut down;
+a node destroyed while a thread still spins it can hang or fail
+(``/work/shared/notes/simulation-tips.md``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 from rclpy.context import Context
-from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import Executor, MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from rclpy.timer import Timer
@@ -53,27 +54,38 @@ def diagnostics(node: Node, level: str, message: str, values: dict[str, object])
     return array
 
 
-# rclpy executors a group of nodes can run on. Measured with the sim_test.yaml graph (sim node
-# and three robot nodes at 2x real time): the single-threaded executor handled every message,
-# the multi-threaded one about 55 % of them with 20 % more CPU (Python runs one thread at a
-# time; its worker threads only add contention). The nodes run on either.
-EXECUTORS = {"single": SingleThreadedExecutor, "multi": MultiThreadedExecutor}
+# rclpy executors a group of nodes can run on. Both deliver every sample of the sim_test.yaml
+# graph (the simulation node slows down rather than flood a busy process); the single-threaded
+# one needs less CPU, Python running one thread at a time anyway.
+class _MultiThreadedExecutor(MultiThreadedExecutor):
+    """rclpy's MultiThreadedExecutor, shutting down its worker threads before its guard
+    condition: rclpy (Kilted) destroys the guard condition first, and callbacks still queued
+    then fail with "cannot use Destroyable because destruction was requested"."""
+
+    def shutdown(self, timeout_sec: float | None = None, *, wait_for_threads: bool = True) -> bool:
+        self._executor.shutdown(wait=wait_for_threads)
+        return Executor.shutdown(self, timeout_sec)
+
+
+EXECUTORS = {"multi": _MultiThreadedExecutor, "single": SingleThreadedExecutor}
 
 
 class NodeGroup:
     """Nodes spinning on one executor (a key of ``EXECUTORS``) in a background thread."""
 
-    def __init__(self, nodes: Sequence[Node], context: Context, executor: str = "single"):
+    def __init__(self, nodes: Sequence[Node], context: Context, executor: str = "multi"):
         self.nodes, self.context = list(nodes), context
         self.executor = EXECUTORS[executor](context=context)
         for node in self.nodes:
             self.executor.add_node(node)
         self.error: BaseException | None = None
+        self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._spin, name="executor", daemon=True)
 
     def _spin(self) -> None:
         try:
-            self.executor.spin()
+            while not self._stopping.is_set() and self.context.ok():
+                self.executor.spin_once(timeout_sec=0.1)
         except Exception as error:  # a callback raised: report it, end the group
             self.error = error
             traceback.print_exc()
@@ -98,9 +110,11 @@ class NodeGroup:
         return True
 
     def stop(self) -> None:
-        """Executor shutdown and thread join first, then the nodes and the context."""
-        self.executor.shutdown(timeout_sec=SHUTDOWN_TIMEOUT)
+        """The spinning thread ends first (no new callbacks), then the executor shuts down
+        (the callbacks under way finish), then the nodes and the context go."""
+        self._stopping.set()
         self._thread.join(SHUTDOWN_TIMEOUT)
+        self.executor.shutdown(timeout_sec=SHUTDOWN_TIMEOUT)
         for node in self.nodes:
             node.destroy_node()
         if self.context.ok():

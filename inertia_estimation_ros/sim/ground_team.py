@@ -968,6 +968,11 @@ class GroundTeamStepper:
         """Every phase has run and every sample has come out."""
         return self._runner.finished
 
+    @property
+    def sample_period(self) -> float:
+        """Simulation time between recording instants [s] (the fastest robot's period)."""
+        return self._runner.every * self.scenario.physics.timestep
+
     def urdfs(self) -> dict[str, str]:
         """Every robot's URDF (its ``robot_description``)."""
         return {channel.robot.robot_id: channel.urdf for channel in self._robots}

@@ -213,6 +213,7 @@ class Stepper(Protocol):
 
     start_time: float  # simulation time of the first recorded instant [s]
     time: float  # simulation time reached [s]
+    sample_period: float  # simulation time between recording instants [s]
     done: bool
 
     def advance(

@@ -27,8 +27,11 @@ from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, To
 from ..parameters import Param, ParameterError, declare
 from ..runtime import diagnostics, run_executable, steady_timer
 
-TICK = 0.02  # [s] wall-clock period of the stepping timer
-MAX_STEP = 0.05  # [s] of simulated time per tick at most (keeps the executor responsive)
+# The stepping timer: every TICK seconds of wall-clock time, the simulation advances to where
+# the wall clock says it should be, by one recording instant at most. It never catches up in
+# bursts: when the executor is busy (other nodes in the process), the simulation slows down
+# instead of flooding their queues, which would drop samples.
+TICK = 0.001  # [s]
 LINGER = 2.0  # [s] of wall-clock time between the scenario's end and ``finished``
 
 INTERFACE = NodeInterface(
@@ -188,7 +191,7 @@ class SimNode(Node):
             f"{scenario.name}: {len(first.robots)} robots, {self.duration:.1f} s simulated at "
             + (f"{p.real_time_factor:g}x real time" if p.real_time_factor else "full speed")
         )
-        self._timer = steady_timer(self, TICK if p.real_time_factor else 1e-3, self._tick)
+        self._timer = steady_timer(self, TICK, self._tick)
         steady_timer(self, p.diagnostics_period, self._publish_diagnostics)
 
     def _publishes(self, topic: str) -> bool:
@@ -217,7 +220,7 @@ class SimNode(Node):
         )
 
     def _tick(self) -> None:
-        """Advance the simulation to where the wall clock says it should be; publish the chunk."""
+        """Advance the simulation by a recording instant when one is due; publish the chunk."""
         rtf = self.params.real_time_factor
         if self._first is not None:
             if not self._started():
@@ -225,10 +228,11 @@ class SimNode(Node):
             chunk, self._first = self._first, None
             self._wall_start = time.monotonic()
         else:
-            now = self.stepper.time
-            target = self.stepper.start_time + rtf * (time.monotonic() - self._wall_start)
-            target = min(target, now + MAX_STEP) if rtf else now + MAX_STEP
-            chunk = self.stepper.advance(target)
+            step = self.stepper.sample_period
+            due = self.stepper.start_time + rtf * (time.monotonic() - self._wall_start)
+            if rtf and due < self.stepper.time + step:
+                return  # no sample due yet
+            chunk = self.stepper.advance(self.stepper.time + step)
         self._phase = chunk.phases[-1].name
         self._publish(
             sample_streams(chunk, self.params.publish_ground_truth, self._outputs.__contains__)

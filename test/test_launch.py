@@ -1,0 +1,210 @@
+"""The launch files, statically: ``launch``/``launch_ros`` are not installable here, so a
+minimal stand-in records what ``generate_launch_description()`` builds. Every executable of
+this package they start is installed (setup.py and CMakeLists.txt), every parameter file
+exists, and every parameter in it is declared by the node it targets. The RViz configuration
+parses and shows only topics that the graph's nodes publish."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import yaml
+from test_package_metadata import cmake_executables, setup_py_console_scripts
+
+from inertia_estimation_ros.ros.graph import (
+    STANDARD_PARAMETERS,
+    data_file,
+    load_graph,
+    published_topics,
+)
+from inertia_estimation_ros.ros.nodes import node_interface
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "inertia_estimation_ros"
+# Each launch file with the graph configs it is meant for (its default first).
+LAUNCHES = {
+    "team_estimation.launch.py": ["team_example.yaml"],
+    "sim_estimation.launch.py": ["sim_paper000.yaml", "sim_test.yaml"],
+    "replay.launch.py": ["replay.yaml"],
+}
+
+
+class Action:
+    """Any launch action: keeps its arguments."""
+
+    def __init__(self, *args: object, **kwargs: object):
+        self.args, self.kwargs = args, kwargs
+
+
+class LaunchConfiguration:
+    def __init__(self, name: str, **kwargs: object):
+        self.name = name
+
+    def perform(self, context: LaunchContext) -> str:
+        return context.arguments[self.name]
+
+
+class LaunchContext:
+    def __init__(self, arguments: dict[str, str]):
+        self.arguments = arguments
+
+
+class LaunchDescription:
+    def __init__(self, entities: list):
+        self.entities = entities
+
+
+def fake_launch_modules() -> dict[str, types.ModuleType]:
+    """launch, launch.actions, ..., launch_ros.actions and ament_index_python with what the
+    launch files use."""
+
+    def module(name: str, **members: object) -> types.ModuleType:
+        m = types.ModuleType(name)
+        m.__dict__.update(members)
+        return m
+
+    actions = {
+        n: type(n, (Action,), {})
+        for n in (
+            "DeclareLaunchArgument",
+            "OpaqueFunction",
+            "ExecuteProcess",
+            "IncludeLaunchDescription",
+            "SetEnvironmentVariable",
+        )
+    }
+    return {
+        "launch": module(
+            "launch", LaunchContext=LaunchContext, LaunchDescription=LaunchDescription
+        ),
+        "launch.actions": module("launch.actions", **actions),
+        "launch.conditions": module(
+            "launch.conditions", IfCondition=type("IfCondition", (Action,), {})
+        ),
+        "launch.substitutions": module(
+            "launch.substitutions", LaunchConfiguration=LaunchConfiguration
+        ),
+        "launch.launch_description_sources": module(
+            "launch.launch_description_sources",
+            PythonLaunchDescriptionSource=type("PythonLaunchDescriptionSource", (Action,), {}),
+        ),
+        "launch_ros": module("launch_ros"),
+        "launch_ros.actions": module("launch_ros.actions", Node=type("Node", (Action,), {})),
+        "ament_index_python": module("ament_index_python"),
+        "ament_index_python.packages": module(
+            "ament_index_python.packages",
+            get_package_share_directory=lambda name: (
+                str(ROOT) if name == PACKAGE else f"/opt/{name}"
+            ),
+        ),
+    }
+
+
+def launch(path: Path, monkeypatch, **arguments: str) -> list[Action]:
+    """Every action the launch file starts, with its arguments' defaults (or ``arguments``)."""
+    for name, module in fake_launch_modules().items():
+        monkeypatch.setitem(sys.modules, name, module)
+    spec = importlib.util.spec_from_file_location(path.stem.replace(".", "_"), path)
+    launch_file = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launch_file)
+    entities = launch_file.generate_launch_description().entities
+    declared = {
+        e.args[0]: e.kwargs.get("default_value")
+        for e in entities
+        if type(e).__name__ == "DeclareLaunchArgument"
+    }
+    context = LaunchContext(declared | arguments)
+    started = []
+    for entity in entities:
+        if type(entity).__name__ == "OpaqueFunction":
+            started += entity.kwargs["function"](context)
+        elif type(entity).__name__ != "DeclareLaunchArgument":
+            started.append(entity)
+    return started
+
+
+def installed_executables() -> set[str]:
+    pip = {entry.split("=")[0] for entry in setup_py_console_scripts()}
+    cmake = {entry.split("=")[0] for entry in cmake_executables()}
+    return pip & cmake
+
+
+def check_node_parameters(node: Action) -> None:
+    """The node's parameter files exist and hold only parameters its node declares."""
+    executable, namespace = node.kwargs["executable"], node.kwargs["namespace"]
+    assert node.kwargs["name"] == executable  # the config keys are node names = executables
+    fqn = f"{namespace.rstrip('/')}/{executable}"
+    declared = {p.name for p in (*node_interface(executable).parameters, *STANDARD_PARAMETERS)}
+    sections = 0
+    for entry in node.kwargs["parameters"]:
+        if isinstance(entry, dict):
+            assert set(entry) <= declared, (fqn, set(entry) - declared)
+            continue
+        path = Path(entry)
+        assert path.is_file(), path
+        data = yaml.safe_load(path.read_text())
+        for key in (fqn, "/**"):
+            if key in data:
+                sections += key == fqn
+                names = set(data[key]["ros__parameters"])
+                assert names <= declared, (path.name, fqn, names - declared)
+    assert sections == 1, f"{fqn} has no section in its parameter file"
+
+
+@pytest.mark.parametrize(
+    ("launch_file", "config"), [(f, c) for f, configs in LAUNCHES.items() for c in configs]
+)
+def test_launch_files_start_installed_nodes_with_declared_parameters(
+    launch_file, config, monkeypatch
+):
+    started = launch(ROOT / "launch" / launch_file, monkeypatch, config=config, bag="runs/bag")
+    ours = [a for a in started if type(a).__name__ == "Node" and a.kwargs["package"] == PACKAGE]
+    graph = load_graph(config)
+    assert sorted((a.kwargs["namespace"], a.kwargs["executable"]) for a in ours) == sorted(
+        (spec.namespace, spec.executable) for spec in graph.nodes
+    )
+    for node in ours:
+        assert node.kwargs["executable"] in installed_executables()
+        check_node_parameters(node)
+
+
+def test_the_simulation_launch_can_add_rviz_with_its_config(monkeypatch):
+    started = launch(
+        ROOT / "launch" / "sim_estimation.launch.py", monkeypatch, config="sim_test.yaml"
+    )
+    (rviz,) = [a for a in started if type(a).__name__ == "Node" and a.kwargs["package"] == "rviz2"]
+    assert rviz.kwargs["condition"].args[0].name == "rviz"  # only with rviz:=true
+    option, path = rviz.kwargs["arguments"]
+    assert option == "-d" and Path(path) == ROOT / "rviz" / "inertia_estimation.rviz"
+
+
+def test_the_replay_launch_plays_the_bag_on_clock_beside_the_nodes(monkeypatch):
+    started = launch(ROOT / "launch" / "replay.launch.py", monkeypatch, bag="runs/paper000/bag")
+    (player,) = [a for a in started if type(a).__name__ == "ExecuteProcess"]
+    command = player.kwargs["cmd"]
+    assert command[:6] == ["ros2", "bag", "play", "runs/paper000/bag", "--clock", "--rate"]
+    remaps = command[command.index("--remap") + 1 :]
+    # The bag's own outputs of these nodes (and its /clock) must not mix with the live ones.
+    for topic in ("/clock", "/robot_1/grasp_state", "/robot_3/grasp_wrench"):
+        assert f"{topic}:=/recorded{topic}" in remaps
+    nodes = [a for a in started if type(a).__name__ == "Node"]
+    assert nodes and all({"use_sim_time": True} in a.kwargs["parameters"] for a in nodes)
+
+
+def rviz_topics(path: Path) -> list[str]:
+    displays = yaml.safe_load(path.read_text())["Visualization Manager"]["Displays"]
+    return [d["Topic"]["Value"] for d in displays if "Topic" in d]
+
+
+def test_rviz_shows_topics_the_demo_graph_publishes():
+    path = data_file("inertia_estimation.rviz", "rviz")
+    config = yaml.safe_load(path.read_text())
+    assert config["Visualization Manager"]["Global Options"]["Fixed Frame"] == "robot_1/grasp"
+    topics = rviz_topics(path)
+    assert "/coordinator_node/markers" in topics and "/robot_2/grasp_wrench" in topics
+    missing = set(topics) - set(published_topics(load_graph("sim_paper000.yaml")))
+    assert not missing, f"RViz shows topics no node of sim_paper000.yaml publishes: {missing}"

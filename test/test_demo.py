@@ -1,23 +1,69 @@
-"""`inertia_estimation demo` runs the team and coordinator processes over DDS and reports."""
+"""``inertia_estimation demo``: the simulation, three robot nodes and the coordinator as
+processes over DDS, on a short scenario with every stage of paper 000's protocol. It prints
+its progress through the phases, ends with the estimate +- 1 sigma against the ground truth,
+and leaves the bag, the graph it ran and the report."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from demo_run import demo_run
+
+from inertia_estimation_ros.bags import bag_topics, latched_topics, read_bag
+from inertia_estimation_ros.commands.report import PLOTS, comparison_rows
+from inertia_estimation_ros.msg import PayloadEstimate
+
+ROBOTS = ("robot_1", "robot_2", "robot_3")
+
+
+@pytest.fixture(scope="module")
+def run():
+    result = demo_run()
+    assert result.returncode == 0, result.stdout
+    return result
 
 
 @pytest.mark.timeout(300)
-def test_demo_exchanges_messages_between_two_processes():
-    exe = Path(sys.prefix) / "bin" / "inertia_estimation"
-    result = subprocess.run(
-        [str(exe), "demo", "--robots", "3", "--samples", "50"],
-        capture_output=True,
-        text=True,
-        timeout=240,
+def test_the_demo_prints_progress_and_the_estimate_against_the_truth(run):
+    lines = run.stdout.splitlines()
+    for phase in ("human_guided", "static_holds", "sphere"):
+        assert any(phase in line for line in lines), phase
+    assert any("stage DYNAMICS" in line for line in lines)
+    table = run.stdout[run.stdout.index("against the simulator's ground truth") :]
+    for quantity in ("T_s_robot_3 px [m]", "mass [kg]", "CoM z [m]", "principal moment 3"):
+        assert quantity in table
+    assert "stage DYNAMICS, physically consistent" in table
+    assert "demo finished in" in run.stdout
+
+
+@pytest.mark.timeout(300)
+def test_the_live_estimate_matches_the_simulated_payload(run):
+    (estimate,) = [m.message for m in read_bag(run.out / "bag", ["/payload_estimate"])][-1:]
+    (truth,) = [m.message for m in read_bag(run.out / "bag", ["/ground_truth/payload"])]
+    assert estimate.stage == PayloadEstimate.STAGE_DYNAMICS and estimate.physically_consistent
+    rows = {r.name: r for r in comparison_rows(estimate, truth)}
+    assert rows["mass [kg]"].value == pytest.approx(rows["mass [kg]"].truth, rel=2e-3)
+    for axis in "xyz":  # robot nodes' filtered signals: millimetres (paper 000: centimetres)
+        row = rows[f"CoM {axis} [m]"]
+        assert abs(row.value - row.truth) < 5e-3
+        grasp = rows[f"T_s_robot_2 p{axis} [m]"]
+        assert abs(grasp.value - grasp.truth) < 5e-3
+    for k in (1, 2, 3):
+        row = rows[f"principal moment {k} [kg m^2]"]
+        assert row.value == pytest.approx(row.truth, rel=0.03)
+
+
+@pytest.mark.timeout(300)
+def test_the_demo_leaves_the_bag_the_graph_and_the_report(run):
+    topics = bag_topics(run.out / "bag")
+    for rid in ROBOTS:
+        assert f"/{rid}/grasp_state" in topics and f"/{rid}/joint_states" in topics
+    assert {"/payload_estimate", "/ground_truth/payload"} <= set(topics)
+    assert {"/robot_1/robot_description", "/ground_truth/payload"} <= latched_topics(
+        run.out / "bag"
     )
-    assert result.returncode == 0, result.stderr
-    assert "received 150 GraspState messages from 3 robots" in result.stdout
-    assert "team: received PayloadEstimate: mass 11.412 kg" in result.stdout
+    assert "test_coordinator.yaml" in (run.out / "graph.yaml").read_text()
+    report = (run.out / "report" / "report.md").read_text()
+    assert "| mass [kg] |" in report and "Estimated live by the coordinator node" in report
+    for plot in PLOTS:
+        assert (run.out / "report" / plot).stat().st_size > 10_000
+        assert f"({plot})" in report

@@ -16,9 +16,14 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
+
+if TYPE_CHECKING:
+    from ..ros.demo_monitor import DemoMonitor
 
 RECORDED = (
     "/*/grasp_state",
@@ -120,15 +125,7 @@ def stop_children(children: dict[str, subprocess.Popen]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import rclpy
-    from rclpy.context import Context
-    from rclpy.parameter import Parameter
-    from rclpy.signals import SignalHandlerOptions
-
-    from ..ros.bag_recorder import BagRecorder
-    from ..ros.demo_monitor import DemoMonitor
     from ..ros.graph import GraphError
-    from ..ros.runtime import NodeGroup
 
     started = time.monotonic()
     out = args.out or Path("runs") / time.strftime("demo-%Y%m%d-%H%M%S")
@@ -142,32 +139,52 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}")
         return 2
     print(f"demo: {args.scenario} on the graph {args.config}; output in {out}/")
+    try:
+        monitor = run_graph(graph_path, out, RECORDED, started + args.timeout)
+    except KeyboardInterrupt:
+        return 130
+    if monitor is None:
+        print(f"demo: no final estimate (see {out / 'graph.log'})")
+        return 1
+    return _conclude(out, monitor, started)
+
+
+def run_graph(
+    graph_path: Path, out: Path, recorded: Sequence[str], deadline: float
+) -> DemoMonitor | None:
+    """Run a simulation graph (its nodes as processes, logs in out/graph.log) while recording
+    ``recorded`` topics to out/bag and printing progress; once the simulation is over, ask
+    the coordinator for its final solve. Returns the monitor (estimates, ground truth), or
+    None when a node failed, time ran out or no final estimate came."""
+    import rclpy
+    from rclpy.context import Context
+    from rclpy.parameter import Parameter
+    from rclpy.signals import SignalHandlerOptions
+
+    from ..ros.bag_recorder import BagRecorder
+    from ..ros.demo_monitor import DemoMonitor
+    from ..ros.runtime import NodeGroup
+
     context = Context()
     rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     sim_time = [Parameter("use_sim_time", value=True)]
-    recorder = BagRecorder(out / "bag", RECORDED, context=context, parameter_overrides=sim_time)
+    recorder = BagRecorder(out / "bag", recorded, context=context, parameter_overrides=sim_time)
     monitor = DemoMonitor(context=context)
     group = NodeGroup([recorder, monitor], context).start()
     children = start_children(graph_path, out / "graph.log")
     final = None
     try:
-        code = _follow(children, monitor, started + args.timeout)
-        if code == 0:
+        if _follow(children, monitor, deadline) == 0:
             final = _final_estimate(monitor)
-    except KeyboardInterrupt:
-        code = 130
     finally:
         stop_children(children)
         group.executor.shutdown()
         recorder.close()
         group.stop()
-    if final is None:
-        print(f"demo: no final estimate (see {out / 'graph.log'})")
-        return code or 1
-    return _conclude(out, final, monitor, started)
+    return monitor if final is not None else None
 
 
-def _follow(children: dict, monitor: object, deadline: float) -> int:
+def _follow(children: dict, monitor: DemoMonitor, deadline: float) -> int:
     """Print progress until the simulation node ends; 0, or the code of a failed child."""
     sim = children["/sim_node"]
     last_line, phase = 0.0, ""
@@ -187,7 +204,7 @@ def _follow(children: dict, monitor: object, deadline: float) -> int:
     return sim.returncode
 
 
-def _final_estimate(monitor: object) -> object:
+def _final_estimate(monitor: DemoMonitor) -> object:
     """The coordinator's solve from scratch on all the data (its ``~/estimate_now``)."""
     monitor.new_estimate.clear()
     response = monitor.estimate_now(timeout=60.0)
@@ -199,10 +216,11 @@ def _final_estimate(monitor: object) -> object:
     return monitor.estimates[-1] if monitor.estimates else None
 
 
-def _conclude(out: Path, final: object, monitor: object, started: float) -> int:
+def _conclude(out: Path, monitor: DemoMonitor, started: float) -> int:
     from .estimate import BagRun, bag_robots
     from .report import comparison_table, write_report
 
+    final = monitor.estimates[-1]
     print()
     print("Estimate (live coordinator, +- 1 sigma) against the simulator's ground truth:")
     print(comparison_table(final, monitor.truth))

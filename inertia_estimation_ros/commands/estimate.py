@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 GRASP_TOPIC = re.compile(r"^/([^/]+)/grasp_state$")  # a robot's, not /ground_truth/<id>/...
 TRUTH_TOPIC = "/ground_truth/payload"
 LIVE_TOPIC = "/payload_estimate"
+UPDATE_PERIOD = 0.01  # [s] of bag time between alignments and estimator updates
 
 
 @dataclass
@@ -55,17 +58,21 @@ def estimate_bag(
     parameters: dict[str, object] | None = None,
     period: float = 5.0,
     progress: Any = None,
+    solve_at: list[float] | None = None,
 ) -> BagRun:
     """Run the coordinator pipeline on a bag. ``parameters`` are coordinator parameters
     (``robots``, ``reference_robot`` and the pipeline's; default: the bag's robots, the
-    truth's reference or the first robot). ``progress(seconds)`` gets the bag time done."""
+    truth's reference or the first robot). Solves every ``period`` seconds of bag time, or,
+    with ``solve_at``, once the reference robot's samples reach each of those stamps (e.g.
+    those of the live coordinator's estimates, to follow its schedule). ``progress(seconds)``
+    gets the bag time done."""
     from ..bags import bag_topics, read_bag
     from ..core.team_pipeline import PipelineSettings, TeamPipeline
     from ..ros.conversions import grasp_sample, to_payload_estimate
 
     parameters = dict(parameters or {})
     topics = bag_topics(path)
-    truth, live = _recorded_estimates(path, topics)
+    truth, live = recorded_estimates(path)
     robots = list(parameters.get("robots") or bag_robots(path))
     if len(robots) < 2:
         raise ValueError(f"{path} holds grasp_state of {robots}: the team needs two robots")
@@ -74,7 +81,8 @@ def estimate_bag(
     )
     settings = PipelineSettings.from_parameters(parameters)
     pipeline = TeamPipeline(robots, reference, settings)
-    history, next_solve, first = [], None, None
+    history, next_solve, next_update, first = [], None, 0.0, None
+    schedule = sorted(solve_at or [])
     wanted = [f"/{r}/grasp_state" for r in robots]
     missing = [t for t in wanted if t not in topics]
     if missing:
@@ -92,22 +100,29 @@ def estimate_bag(
         t = message.timestamp * 1e-9
         first = t if first is None else first
         next_solve = t + period if next_solve is None else next_solve
-        if t >= next_solve:
-            next_solve = t + period
+        if t >= next_update:  # as the node's worker: the aligner buffers only seconds
+            next_update = t + UPDATE_PERIOD
             pipeline.process()
+        if solve_at is None and t >= next_solve:
+            next_solve = t + period
             history.append(to_payload_estimate(pipeline.estimate(), settings.frame_of))
             if progress is not None:
                 progress(t - first)
+        while schedule and pipeline.last_stamp.get(reference, -np.inf) >= schedule[0]:
+            schedule.pop(0)
+            pipeline.process()
+            history.append(to_payload_estimate(pipeline.estimate(), settings.frame_of))
     pipeline.process()
     final = to_payload_estimate(pipeline.estimate(full=True), settings.frame_of)
     history.append(final)
     return BagRun(robots, reference, final, history, pipeline, truth, live)
 
 
-def _recorded_estimates(path: Path, topics: dict[str, str]) -> tuple[Any, list]:
+def recorded_estimates(path: Path) -> tuple[Any, list]:
     """The ground truth (first message) and the live estimates, when the bag has them."""
-    from ..bags import read_bag
+    from ..bags import bag_topics, read_bag
 
+    topics = bag_topics(path)
     wanted = [t for t in (TRUTH_TOPIC, LIVE_TOPIC) if t in topics]
     truth, live = None, []
     for message in read_bag(path, wanted, deserialize="rclpy"):

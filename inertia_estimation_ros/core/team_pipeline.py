@@ -74,7 +74,7 @@ class PipelineSettings:
     max_delay: float = 0.5  # [s] a set still incomplete this long after its time is dropped
     robot_timeout: float = 1.0  # [s] behind the team's newest sample: the robot is silent
     clock_jump: float = 0.5  # [s] a stamp this far back restarts everything (a looping bag)
-    estimate_clock_offsets: bool = True
+    estimate_clock_offsets: bool = False  # robots on one clock (simulation, PTP) need none
     max_clock_offset: float = 0.2  # [s] largest offset searched between two robots' clocks
     clock_offset_window: float = 20.0  # [s] of angular speed cross-correlated
     clock_offset_period: float = 5.0  # [s] between offset estimates

@@ -245,6 +245,8 @@ class CoordinatorNode(Node):
 
     def __init__(self, **kwargs: object):
         super().__init__("coordinator_node", **kwargs)
+        self._stop = threading.Event()
+        self._worker: threading.Thread | None = None
         self.params = p = declare(self, INTERFACE.parameters)
         self.pipeline = self._pipeline(p)
         self.settings = self.pipeline.settings
@@ -263,7 +265,6 @@ class CoordinatorNode(Node):
             self.create_service(Trigger, f"~/{name}", self._service(name))
         self.internal_errors = 0
         self._last_error = ""
-        self._stop = threading.Event()
         self._worker = threading.Thread(target=self._work, name="coordinator", daemon=True)
         self._worker.start()
 
@@ -310,7 +311,8 @@ class CoordinatorNode(Node):
     def destroy_node(self) -> None:
         """Stop the worker (it publishes) before the node goes."""
         self._stop.set()
-        self._worker.join(SERVICE_TIMEOUT)
+        if self._worker is not None:
+            self._worker.join(SERVICE_TIMEOUT)
         super().destroy_node()
 
     # ----- worker side: owns the pipeline ----------------------------------------------------

@@ -1,0 +1,177 @@
+"""A real rclpy graph for the coordinator's node tests: the coordinator as its own process
+(``coordinator_node`` with a parameter file), and in the test's process a listener and a team
+publisher streaming exact GraspState samples (sim.analytic) over DDS from its own thread,
+faster than real time, stamped on the robots' clocks."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from coordinator_data import ROBOTS, team_session
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.node import Node
+
+from inertia_estimation_ros.msg import GraspState, PayloadEstimate
+from inertia_estimation_ros.ros.conversions import to_grasp_state
+from inertia_estimation_ros.ros.interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS
+from inertia_estimation_ros.ros.runtime import NodeGroup
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SPEED = 4.0  # simulated seconds per wall-clock second
+PARAMETERS = {
+    "robots": list(ROBOTS),
+    "reference_robot": "robot_1",
+    "estimate_period": 0.2,
+    "diagnostics_period": 0.2,
+}
+
+
+def team_messages() -> list[dict[str, GraspState]]:
+    """Per instant, every robot's GraspState (noisy exact data, synchronized clocks)."""
+    _, _, series = team_session(noise=True, offsets=False)
+    n = len(series["robot_1"])
+    return [
+        {r: to_grasp_state(series[r].sample(k), f"{r}/grasp", f"{r}/home") for r in ROBOTS}
+        for k in range(n)
+    ]
+
+
+class Listener(Node):
+    """Keeps the coordinator's estimates and its latest diagnostic status per name."""
+
+    def __init__(self, **kwargs: object):
+        super().__init__("listener", **kwargs)
+        self.estimates: list[PayloadEstimate] = []
+        self.statuses: dict[str, object] = {}
+        self.create_subscription(PayloadEstimate, "/payload_estimate", self._estimate, LATCHED_QOS)
+        self.create_subscription(DiagnosticArray, "/diagnostics", self._diagnostics, RELIABLE_QOS)
+
+    def _estimate(self, msg: PayloadEstimate) -> None:
+        self.estimates.append(msg)
+
+    def _diagnostics(self, msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            self.statuses[status.name] = status
+
+    def status(self, name: str) -> object:
+        return self.statuses.get(f"/coordinator_node: {name}")
+
+    def level(self, name: str) -> str:
+        """ "OK", "WARN", "ERROR" (or "" before any status of that name)."""
+        status = self.status(name)
+        levels = {b"\x00": "OK", b"\x01": "WARN", b"\x02": "ERROR"}
+        return levels.get(status.level, "STALE") if status else ""
+
+    def values(self, name: str) -> dict[str, str]:
+        status = self.status(name)
+        return {kv.key: kv.value for kv in status.values} if status else {}
+
+    def value(self, name: str, key: str, default: str = "0") -> str:
+        return self.values(name).get(key, default)
+
+
+@dataclass
+class TeamPublisher:
+    """Streams instants of ``messages`` (every robot not in ``silent``) in a thread; ``edit``
+    may replace or add messages per instant: edit(k, robot, msg) -> list of messages."""
+
+    node: Node
+    messages: list
+    silent: set = field(default_factory=set)
+    edit: Callable | None = None
+    loop: bool = False
+
+    def __post_init__(self) -> None:
+        self.publishers = {
+            r: self.node.create_publisher(GraspState, f"/{r}/grasp_state", SENSOR_QOS)
+            for r in ROBOTS
+        }
+        self.published = 0
+        self.stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> TeamPublisher:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        start = time.monotonic()
+        k = 0
+        while not self.stop.is_set():
+            if k == len(self.messages):
+                if not self.loop:
+                    return
+                k, start = 0, time.monotonic()
+            delay = start + k / (100.0 * SPEED) - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            for rid, msg in self.messages[k].items():
+                if rid in self.silent:
+                    continue
+                for out in self.edit(k, rid, msg) if self.edit else [msg]:
+                    self.publishers[rid].publish(out)
+            self.published = k = k + 1
+
+    def join(self) -> None:
+        self.stop.set()
+        self._thread.join(10.0)
+
+
+class CoordinatorProcess:
+    """``coordinator_node`` as its own process with PARAMETERS (and overrides); its log is
+    kept in ``folder``."""
+
+    def __init__(self, folder: Path, **parameters: object):
+        params = folder / "coordinator.yaml"
+        params.write_text(
+            yaml.safe_dump({"/coordinator_node": {"ros__parameters": PARAMETERS | parameters}})
+        )
+        self.log = folder / f"coordinator-{time.monotonic_ns()}.log"
+        command = [sys.executable, "-m", "inertia_estimation_ros.ros.nodes.coordinator_node"]
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        self.process = subprocess.Popen(
+            [*command, "--ros-args", "--params-file", str(params)],
+            env=env,
+            stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT,
+        )
+
+    def kill(self) -> None:
+        """A crash: SIGKILL, no clean-up."""
+        self.process.kill()
+        self.process.wait(10.0)
+
+    def stop(self) -> int:
+        """Ctrl-C; the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(15.0)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+def start(context: object, *nodes: Node) -> NodeGroup:
+    return NodeGroup(list(nodes), context).start()
+
+
+def wait_for(condition: Callable[[], bool], timeout: float) -> bool:
+    """Poll until condition() or timeout [s]; no timing is asserted, only the outcome."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

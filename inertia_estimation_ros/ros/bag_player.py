@@ -66,21 +66,24 @@ class BagPlayer:
         self, stop: threading.Event, progress: Callable[[float], None] | None = None
     ) -> Counter:
         """Publish until the end (or forever with ``loop``) or until ``stop`` is set; returns
-        messages per topic. ``progress(seconds)`` gets the bag time played."""
-        while not stop.is_set():
-            self._play_once(stop, progress)
+        messages per topic. ``progress(seconds)`` gets the bag time played; ``loops`` counts
+        the complete passes."""
+        while self._play_once(stop, progress):
             self.loops += 1
             if not self.loop:
                 break
         return self.published
 
-    def _play_once(self, stop: threading.Event, progress: Callable[[float], None] | None) -> None:
+    def _play_once(self, stop: threading.Event, progress: Callable[[float], None] | None) -> bool:
+        """One pass through the bag; False if ``stop`` ended it."""
         start, first, last_clock = time.monotonic(), None, None
         for message in read_bag(self.path, self.topics, deserialize="raw"):
+            if stop.is_set():
+                return False
             first = message.timestamp if first is None else first
             delay = start + (message.timestamp - first) * 1e-9 / self.rate - time.monotonic()
             if delay > 0 and stop.wait(delay):
-                return
+                return False
             if last_clock is None or message.timestamp - last_clock >= CLOCK_STEP_NS:
                 last_clock = message.timestamp
                 self._clock.publish(Clock(clock=to_time(message.timestamp * 1e-9)))
@@ -88,3 +91,4 @@ class BagPlayer:
                     progress((message.timestamp - first) * 1e-9)
             self._publishers[message.topic].publish(message.message)
             self.published[message.topic] += 1
+        return True

@@ -51,6 +51,11 @@ class BagRecorder(Node):
         self._discover()
         steady_timer(self, DISCOVERY_PERIOD, self._discover)
 
+    @property
+    def subscribed(self) -> set[str]:
+        """The topics recorded so far."""
+        return set(self._types)
+
     def wanted(self, topic: str) -> bool:
         return matches(topic, self.patterns) and not matches(topic, self.exclude)
 

@@ -12,6 +12,8 @@ Nothing here is estimated: every quantity is computed in closed form.
   the robots, ``F_s = sum_i Ad(T_i_s)^T F_i``, by the minimum-norm solution plus any
   internal-force distribution projected onto the null space of that grasp map.
   Robots without moment capability (passive gimbals) get pure forces.
+* Unmeasured external wrenches (``HandPush``, ``HumanGuidance``): a human's wrench F_ext on
+  the payload during chosen time intervals; the robots then apply F_s - F_ext.
 * ``NoiseModel``: white noise, encoder quantization (on the ZYX angles and positions of
   T_i0_i), constant biases and encoder zero offsets, wrench scale errors and clock offsets.
   Per-robot constants are drawn once (``draw_errors``) so that they can stay the same
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -288,6 +291,61 @@ def net_wrench(
     return accel @ G.T - np.einsum("kij,jl,kl->ki", ad_t, G, V_s)
 
 
+# ----- unmeasured external wrenches --------------------------------------------------------------
+def interval_window(
+    t: np.ndarray, intervals: Sequence[tuple[float, float]], ramp: float
+) -> np.ndarray:
+    """(Q,) in [0, 1]: 1 inside the intervals, switched on and off by a smoothstep of ``ramp``
+    seconds that starts at each interval's start and ends at its end."""
+    t = np.asarray(t, dtype=float)
+    out = np.zeros(len(t))
+    for start, stop in intervals:
+        rise = np.clip((t - start) / ramp, 0.0, 1.0) if ramp > 0 else (t >= start) * 1.0
+        fall = np.clip((stop - t) / ramp, 0.0, 1.0) if ramp > 0 else (t <= stop) * 1.0
+        out = np.maximum(out, _min_jerk(rise)[0] * _min_jerk(fall)[0])
+    return out
+
+
+@dataclass(frozen=True)
+class HandPush:
+    """A hand on the payload, measured by no robot: a force fixed in the world (e.g. leaning
+    down) at the payload point ``point_s`` (in {s}), plus a moment (world axes), during the
+    time ``intervals`` [s], switched on and off over ``ramp`` seconds."""
+
+    intervals: tuple[tuple[float, float], ...]
+    force_w: tuple[float, float, float] = (0.0, 0.0, -10.0)  # [N]
+    point_s: tuple[float, float, float] = (0.0, 0.0, 0.0)  # [m]
+    moment_w: tuple[float, float, float] = (0.0, 0.0, 0.0)  # [N m]
+    ramp: float = 0.1
+
+    def __call__(self, t: np.ndarray, T_w_s: np.ndarray, inertial_s: np.ndarray) -> np.ndarray:
+        """The wrench (Q, 6) on the payload about {s}, in {s}."""
+        on = interval_window(t, self.intervals, self.ramp)[:, None]
+        R_t = np.swapaxes(T_w_s[:, :3, :3], 1, 2)
+        f_s = on * (R_t @ np.asarray(self.force_w, dtype=float))
+        m_s = np.cross(np.asarray(self.point_s, dtype=float), f_s)
+        m_s = m_s + on * (R_t @ np.asarray(self.moment_w, dtype=float))
+        return np.concatenate([m_s, f_s], axis=1)
+
+
+@dataclass(frozen=True)
+class HumanGuidance:
+    """A human who guides the payload while the robots float and carry its weight (paper
+    000's kinematics trials): during the ``intervals`` the human supplies ``share`` of the
+    payload's inertial wrench G dV - ad(V)^T G V, everything but the weight."""
+
+    intervals: tuple[tuple[float, float], ...]
+    share: float = 1.0
+    ramp: float = 0.5
+
+    def __call__(self, t: np.ndarray, T_w_s: np.ndarray, inertial_s: np.ndarray) -> np.ndarray:
+        on = interval_window(t, self.intervals, self.ramp)[:, None]
+        return self.share * on * inertial_s
+
+
+ExternalWrench = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
 # ----- sensor errors ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SensorErrors:
@@ -392,12 +450,15 @@ def simulate(
     rng: np.random.Generator | None = None,
     T_w_i0: Mapping[str, np.ndarray] | None = None,
     gravity_w: np.ndarray = GRAVITY_W,
+    external: ExternalWrench | None = None,
 ) -> Simulation:
     """Every robot's grasp data for ``payload_s`` (inertial parameters in {s}) moving along
     ``motion``, sampled at true times t (one array, or one per robot for different rates,
     jitter or drop-outs). ``internal``: a (6N,) internal-force proposal or a function of the
     (Q,) times returning (Q, 6N). Gravity in {i} is measured through the (noisy) pose of a
-    robot whose home frame is known in the world."""
+    robot whose home frame is known in the world. ``external(t, T_w_s, inertial_s)``: an
+    unmeasured wrench (Q, 6) on the payload about {s}, in {s} (``HandPush``,
+    ``HumanGuidance``); the robots apply the rest of the net wrench."""
     noise = noise or NoiseModel()
     rng = rng or np.random.default_rng(0)
     errors = errors or noise.draw_errors(team.robot_ids, rng, team.reference_id)
@@ -409,7 +470,10 @@ def simulate(
         T_w_s, V_s, dV_s = motion.evaluate(tk)
         g_s = np.einsum("kji,j->ki", T_w_s[:, :3, :3], gravity_w)
         proposal = internal(tk) if callable(internal) else internal
-        F = split_wrench(team, net_wrench(payload_s, V_s, dV_s, g_s), proposal)[:, k]
+        F_s = net_wrench(payload_s, V_s, dV_s, g_s)
+        if external is not None:
+            F_s = F_s - external(tk, T_w_s, net_wrench(payload_s, V_s, dV_s, 0.0 * g_s))
+        F = split_wrench(team, F_s, proposal)[:, k]
         T_i_s = sp.inverse(team.T_s_i[rid])
         Ad = sp.adjoint(T_i_s)
         T_i0_i = sp.inverse(homes[rid]) @ T_w_s @ team.T_s_i[rid]
@@ -468,12 +532,15 @@ def simulate_session(
     """One continuous recording of consecutive motions (each of the given duration, each
     starting and ending at rest at the same pose, e.g. ``Ramped`` or ``SmoothWaypoints``).
     Home frames come from the first segment. Returns the simulation and the segment index
-    of every sample. Keyword arguments go to ``simulate`` (noise, errors, internal, rng)."""
+    of every sample. Keyword arguments go to ``simulate`` (noise, errors, internal, rng,
+    external); an ``external`` wrench sees the session's time."""
     homes = default_homes(team, segments[0][0])
+    external = kwargs.pop("external", None)
     parts, labels, start = [], [], 0.0
     for k, (motion, duration) in enumerate(segments):
         t = np.arange(0.0, duration, 1.0 / rate_hz)
-        sim = simulate(team, payload_s, motion, t, T_w_i0=homes, **kwargs)
+        shifted = None if external is None else partial(_shifted, external, start)
+        sim = simulate(team, payload_s, motion, t, T_w_i0=homes, external=shifted, **kwargs)
         parts.append((sim, start))
         labels.append(np.full(len(t), k))
         start += len(t) / rate_hz
@@ -496,6 +563,12 @@ def simulate_session(
 
 
 _SERIES_FIELDS = ("T_i0_i", "V_i", "dV_i", "F_i", "g_i")
+
+
+def _shifted(
+    external: ExternalWrench, start: float, t: np.ndarray, *args: np.ndarray
+) -> np.ndarray:
+    return external(t + start, *args)
 
 
 def synchronized_sets(series: Mapping[str, GraspSeries]) -> list[dict[str, GraspSample]]:

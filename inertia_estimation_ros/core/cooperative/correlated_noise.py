@@ -4,10 +4,13 @@ Least-squares covariances assume independent samples. Filtered and differentiate
 are correlated over tens of samples, so those covariances are too small by about the
 factor kappa = 1 + 2 sum_l (1 - l / (L + 1)) rho_l (Bartlett-weighted autocorrelation
 rho_l of the whitened residuals, lags l = 1..L). ``ResidualCorrelation`` accumulates it
-one sample at a time in constant memory; ``variance_inflation`` does it for a batch.
+in constant memory, one sample or one batch at a time, and several of them pool
+(``pooled_inflation``); ``variance_inflation`` does it for one batch.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -31,33 +34,52 @@ def variance_inflation(residuals: np.ndarray, lags: int) -> float:
 
 
 class ResidualCorrelation:
-    """Running kappa over the last ``lags`` residual vectors (a ring buffer)."""
+    """Running lagged sums sum_k r_k . r_k-l (l = 1..lags) and power sum_k |r_k|^2."""
 
     def __init__(self, lags: int) -> None:
         self.lags = lags
         self.reset()
 
     def reset(self) -> None:
-        self._buffer: np.ndarray | None = None
-        self._position = 0
-        self._filled = 0
-        self._lagged = np.zeros(self.lags)
-        self._power = 0.0
+        self._recent = np.zeros((0, 0))  # the last ``lags`` residuals, oldest first
+        self.lagged = np.zeros(self.lags)
+        self.power = 0.0
+        self.count = 0
 
     def add(self, r: np.ndarray) -> None:
-        if self.lags == 0:
+        """One residual vector."""
+        self.add_batch(np.asarray(r, dtype=float).reshape(1, -1))
+
+    def add_batch(self, R: np.ndarray) -> None:
+        """Consecutive residual vectors (Q, d), oldest first."""
+        R = np.asarray(R, dtype=float).reshape(len(R), -1)
+        if self.lags == 0 or len(R) == 0:
             return
-        r = np.asarray(r, dtype=float).ravel()
-        if self._buffer is None or self._buffer.shape[1] != len(r):
-            self._buffer = np.zeros((self.lags, len(r)))
-            self._position, self._filled = 0, 0
-        slots = np.arange(self._filled)
-        lag_of_slot = (self._position - slots - 1) % self.lags  # 0 for the newest
-        self._lagged[lag_of_slot] += self._buffer[slots] @ r
-        self._power += float(r @ r)
-        self._buffer[self._position] = r
-        self._position = (self._position + 1) % self.lags
-        self._filled = min(self._filled + 1, self.lags)
+        if self._recent.shape[1:] != R.shape[1:]:
+            self._recent = np.zeros((0, R.shape[1]))
+        X = np.vstack([self._recent, R])
+        start = len(self._recent)
+        for lag in range(1, self.lags + 1):
+            first = max(start, lag)
+            if first < len(X):
+                self.lagged[lag - 1] += np.sum(X[first:] * X[first - lag : len(X) - lag])
+        self.power += float(np.sum(R * R))
+        self.count += len(R)
+        self._recent = X[-self.lags :]
+
+    def absorb(self, other: ResidualCorrelation) -> None:
+        """Add another accumulator's sums (e.g. of an earlier stretch being merged)."""
+        self.lagged = self.lagged + other.lagged
+        self.power += other.power
+        self.count += other.count
 
     def inflation(self) -> float:
-        return _kappa(self._lagged, self._power) if self.lags else 1.0
+        return _kappa(self.lagged, self.power) if self.lags else 1.0
+
+
+def pooled_inflation(correlations: Iterable[ResidualCorrelation]) -> float:
+    """kappa of several accumulators pooled (1 when none has data)."""
+    parts = [c for c in correlations if c.lags and c.power > 0]
+    if not parts:
+        return 1.0
+    return _kappa(sum(c.lagged for c in parts), sum(c.power for c in parts))

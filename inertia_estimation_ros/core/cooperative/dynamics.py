@@ -227,8 +227,15 @@ def regressor_noise_power(dV_covariance: np.ndarray, W: np.ndarray) -> np.ndarra
 
     Y is affine in dV (``core.regressor``): dY = sum_j d_j G_j with G_j = Y(0, e_j).
     """
-    G = body_regressor(np.zeros((6, 6)), np.eye(6))
-    return np.einsum("jl,jba,bc,lcd->ad", dV_covariance, G, W, G)
+    G = body_regressor(np.zeros((6, 6)), np.eye(6))  # (6 j, 6 rows, 10)
+    WG = np.einsum("bc,lcd->lbd", W, G)
+    return np.einsum("jba,jbd->ad", G, np.einsum("jl,lbd->jbd", dV_covariance, WG))
+
+
+def regressor_noise_covariance(dV_covariance: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """E[dY theta theta^T dY^T] (6x6): the net-wrench residual that noise on dV_s causes."""
+    B = np.einsum("jba,a->bj", body_regressor(np.zeros((6, 6)), np.eye(6)), theta)
+    return B @ dV_covariance @ B.T
 
 
 def stack_wrenches(wrenches: Mapping[str, np.ndarray], robot_ids: Sequence[str]) -> np.ndarray:
@@ -258,7 +265,7 @@ def _scaled_solve(information: np.ndarray, eta: np.ndarray) -> tuple[np.ndarray,
     return (d[:, None] * scaled * d) @ eta, covariance_from_information(information)
 
 
-def _wrench_noise(R: np.ndarray, A_f: np.ndarray, A_m: np.ndarray, floor: float) -> tuple:
+def wrench_noise(R: np.ndarray, A_f: np.ndarray, A_m: np.ndarray, floor: float) -> tuple:
     """(sigma_f, sigma_m) fitting the mean residual moment R ~ sigma_f^2 A_f + sigma_m^2 A_m."""
     basis = [A_f] + ([A_m] if np.abs(A_m).max() > 0 else [])
     B = np.stack([b.ravel() for b in basis], axis=1)
@@ -301,7 +308,7 @@ def fit_parameters(
         for g, moments in groups.items():
             R = moments.residual_moment(T_s_i, theta) / max(moments.samples, 1)
             floor = 1e-9 * np.sqrt(np.trace(moments.FF) / max(moments.samples, 1) + 1e-300)
-            noise[g] = _wrench_noise(R, *structure[g], floor)
+            noise[g] = wrench_noise(R, *structure[g], floor)
     theta, pinv, info, group_information = solve(T_s_i, noise)
     covariance = variance_inflation * pinv
     if grasp_covariance is not None and grasp_covariance.size:

@@ -20,8 +20,12 @@ Everything is in {s}, the reference robot's grasp frame, with core conventions
 * ``physically_consistent``, ``consistency_margin`` -> the same fields;
 * ``kinematics_condition_number``, ``statics_condition_number``,
   ``dynamics_condition_number``, ``advice``, the three ``residual_rms_*`` and the four
-  ``samples_*`` -> the same fields.
-* ``T_i_c``: the principal-axes frame seen from every grasp (no message field).
+  ``samples_*`` -> the same fields. ``samples_static`` and ``samples_dynamic`` count every
+  wrench sample, also those set aside;
+* ``T_i_c``: the principal-axes frame seen from every grasp (no message field);
+* ``samples_external_wrench`` (no message field): samples left out of mass, CoM and inertia
+  because an unmeasured external wrench (a human hand) acted on the payload; their stretches
+  of time and sizes are in ``external_wrench_spans`` and summarized in ``advice``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from ..consistency import ConsistencyError, project_to_consistent
 from ..inertial import InertialParameters
 from . import diagnostics as dg
 from .dynamics import ParameterFit
+from .external_wrench import ExternalWrenchSpan, external_wrench_advice, phase_group
 from .grasp_kinematics import GraspKinematics
 from .payload_properties import PayloadProperties, com_frames, payload_properties
 from .settings import EstimatorSettings
@@ -97,6 +102,8 @@ class TeamEstimate:
     samples_static: int
     samples_dynamic: int
     samples_rejected: int
+    samples_external_wrench: int = 0
+    external_wrench_spans: tuple[ExternalWrenchSpan, ...] = ()
 
     def grasp(self, robot_id: str) -> GraspFrameEstimate:
         return next(g for g in self.grasps if g.robot_id == robot_id)
@@ -123,6 +130,9 @@ class Evidence:
     residual_rms_angular_velocity: float = 0.0
     notes: tuple[str, ...] = ()  # extra advice, e.g. robots that report no force
     frozen: bool = False
+    external_wrench_spans: tuple[ExternalWrenchSpan, ...] = ()
+    samples_external_static: int = 0  # static samples set aside (an external wrench acted)
+    samples_external_dynamic: int = 0
 
 
 def _std(C: np.ndarray) -> float:
@@ -172,9 +182,10 @@ def _validity(
     )
     com_ok = mass_ok and _std(props.p_s_c_covariance) <= settings.max_com_std
     top = max(props.principal_moments[-1], 0.0)
+    moving = sum(n for group, n in fit.samples.items() if phase_group(group) == "dynamic")
     inertia_ok = (
         com_ok
-        and fit.samples.get("dynamic", 0) > 0
+        and moving > 0
         and props.principal_moments[0] > 0
         and _std(props.principal_moments_covariance) <= settings.max_inertia_relative_std * top
     )
@@ -197,22 +208,46 @@ def _quantity_advice(
     if not valid[1]:
         advice += dg.tilt_advice(evidence.gravity_moment, evidence.samples_static, frame)
         advice.append(f"the CoM is not determined yet (std {_std(props.p_s_c_covariance):.3g} m)")
+    if not valid[1]:
+        advice += _hands_off(evidence, static=True)
     if not valid[2]:
         advice += dg.acceleration_advice(evidence.alpha_moment, frame, settings.excitation_ratio)
         advice.append(
             "the inertia is not determined yet (principal-moment std "
             f"{_std(props.principal_moments_covariance):.3g} kg m^2)"
         )
+    if not valid[2]:
+        advice += _hands_off(evidence, static=False)
     return advice
+
+
+def _hands_off(evidence: Evidence, static: bool) -> list[str]:
+    """Advice when samples were set aside for an external wrench and too few remain."""
+    if static and evidence.samples_external_static:
+        return [
+            f"an external wrench acted on {evidence.samples_external_static} of "
+            f"{evidence.samples_static} static samples: let go of the payload during the "
+            "static holds"
+        ]
+    if not static and evidence.samples_external_dynamic:
+        return [
+            f"an external wrench acted on {evidence.samples_external_dynamic} of "
+            f"{evidence.samples_dynamic} moving samples: let the robots move the payload "
+            "without a hand on it"
+        ]
+    return []
 
 
 def assemble_estimate(evidence: Evidence, settings: EstimatorSettings) -> TeamEstimate:
     """Validity, refusals with advice, consistency projection and stage of the evidence."""
     grasps_valid, grasps, advice = _grasps(evidence, settings)
     advice += list(evidence.notes)
+    advice += external_wrench_advice(evidence.external_wrench_spans)
     fit = evidence.fit if grasps_valid else None
     valid = (False, False, False)
     theta, covariance = np.zeros(10), np.zeros((10, 10))
+    if fit is None and grasps_valid:
+        advice += _hands_off(evidence, static=True) + _hands_off(evidence, static=False)
     if fit is not None:
         theta, covariance = fit.theta, fit.covariance
         props = payload_properties(theta, covariance)
@@ -276,6 +311,10 @@ def assemble_estimate(evidence: Evidence, settings: EstimatorSettings) -> TeamEs
         samples_static=evidence.samples_static,
         samples_dynamic=evidence.samples_dynamic,
         samples_rejected=evidence.samples_rejected,
+        samples_external_wrench=(
+            evidence.samples_external_static + evidence.samples_external_dynamic
+        ),
+        external_wrench_spans=evidence.external_wrench_spans,
     )
 
 

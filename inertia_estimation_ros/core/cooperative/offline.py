@@ -6,11 +6,13 @@ robots share one time base:
 * ``paper_mass_com``: Eqs. 9-16 on static holds, gravity from the reference robot;
 * ``paper_inertia``: Eqs. 17-33 about that CoM, with the reference robot's omega and alpha.
 
-Project estimator, ``estimate_offline``: the same statistics as ``TeamEstimator``, filled in
-one pass from whole recordings and solved once, with per-sample robust reweighting of the
-grasp fit and with the final grasps used for the consensus motion in every regressor. It
-returns the same ``TeamEstimate``. Each ``Recording`` is one contiguous, synchronized
-stretch (dict of ``GraspSeries``); its phase is "static", "moving" or "auto" (detected).
+Project estimator, ``estimate_offline``: the same statistics as ``TeamEstimator``, filled
+from whole recordings and solved once, with per-sample robust reweighting of the grasp fit
+and with the final grasps used for the consensus motion in every regressor. The wrench
+segments are judged for unmeasured external wrenches (``external_wrench``) twice: a first
+fit gives the residuals whose autocorrelation the second judgement uses. It returns the same
+``TeamEstimate``. Each ``Recording`` is one contiguous, synchronized stretch (dict of
+``GraspSeries``); its phase is "static", "moving" or "auto" (detected).
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from ..samples import GraspSeries
 from . import dynamics as dy
 from . import grasp_kinematics as gk
 from . import statics as st
-from .correlated_noise import variance_inflation
+from .correlated_noise import pooled_inflation, variance_inflation
 from .estimate import Evidence, TeamEstimate, assemble_estimate
+from .external_wrench import SegmentStore, judge_segments, judgement_evidence
 from .online import _PhaseDetector
 from .settings import EstimatorSettings
 
@@ -145,17 +148,15 @@ def estimate_offline(
     phases = [_phases(rec, settings) for rec in recordings]
     kinematics = _grasps(recordings, phases, reference_id, settings)
     kinematics = kinematics.inflated(_kinematic_inflation(recordings, kinematics, settings))
-    T = kinematics.T_s_i
-    groups, regressors = _wrench_groups(recordings, phases, kinematics)
-    fit = dy.fit_parameters(groups, T, reference_id, kinematics.covariance)
-    kappa = _wrench_inflation(regressors, groups, fit, T, settings)
-    fit = dy.fit_parameters(groups, T, reference_id, kinematics.covariance, kappa)
+    store, fit = _judge_and_fit(
+        _WrenchData.of(recordings, phases, kinematics), kinematics, settings
+    )
     all_phases = np.concatenate(phases)
     moving = all_phases == "moving"
     V_ref = np.concatenate([rec.series[reference_id].V_i for rec in recordings])[moving]
     dV_ref = np.concatenate([rec.series[reference_id].dV_i for rec in recordings])[moving]
     g_static = [
-        dy.payload_gravity({r: rec.series[r].g_i[ph == "static"] for r in ids}, T)
+        dy.payload_gravity({r: rec.series[r].g_i[ph == "static"] for r in ids}, kinematics.T_s_i)
         for rec, ph in zip(recordings, phases, strict=True)
     ]
     g_static = np.vstack(g_static)
@@ -166,8 +167,8 @@ def estimate_offline(
         stamp=float(recordings[-1].series[reference_id].t[-1]),
         kinematics=kinematics,
         fit=fit,
-        static_information=fit.group_information.get("static", np.zeros((10, 10))),
-        dynamic_information=fit.group_information.get("dynamic", np.zeros((10, 10))),
+        static_information=_information(fit, "static"),
+        dynamic_information=_information(fit, "dynamic"),
         omega_moment=V_ref[:, :3].T @ V_ref[:, :3],
         alpha_moment=dV_ref[:, :3].T @ dV_ref[:, :3],
         gravity_moment=unit.T @ unit,
@@ -175,69 +176,105 @@ def estimate_offline(
         samples_static=int((all_phases == "static").sum()),
         samples_dynamic=int((all_phases != "static").sum()),
         residual_rms_angular_velocity=_angular_rms(recordings, kinematics),
+        **judgement_evidence(store, settings),
     )
     return assemble_estimate(evidence, settings)
 
 
-def _wrench_groups(
-    recordings: list[Recording], phases: list[np.ndarray], kinematics: gk.GraspKinematics
-) -> tuple[dict[str, dy.WrenchMoments], list]:
-    """Static and dynamic WrenchMoments, with the consensus motion of the final grasps."""
-    ids, T = kinematics.robot_ids, kinematics.T_s_i
-    torque = [recordings[0].series[r].has_torque for r in ids]
-    groups = {}
-    regressors = []
-    moving_dV = []
-    for rec, phase in zip(recordings, phases, strict=True):
-        series = rec.series
-        V, dV = dy.payload_motion(
-            {r: s.V_i for r, s in series.items()},
-            {r: s.dV_i for r, s in series.items()},
-            T,
-            kinematics.twist_noise,
-        )
-        g = dy.payload_gravity({r: s.g_i for r, s in series.items()}, T)
-        static = phase == "static"
-        Y = body_regressor(V, dV, g)
-        F = dy.stack_wrenches({r: s.F_i for r, s in series.items()}, ids)
-        regressors.append((Y, F, static))
-        for name, mask in (("static", static), ("dynamic", ~static)):
-            if mask.any():
-                groups.setdefault(name, dy.WrenchMoments.empty(ids, torque))
-                groups[name].add_batch(Y[mask], F[mask])
-        moving_dV.append(np.concatenate([series[r].dV_i[phase == "moving"] for r in ids], axis=1))
-    dV_rows = np.vstack(moving_dV)
-    if len(dV_rows):
-        noise = gk.consensus_noise(gk.StackedMoments.from_rows(ids, dV_rows), T)
-        for group in groups.values():
-            group.dV_covariance = dy.consensus_covariance(T, kinematics.twist_noise, noise)
-    return groups, regressors
+def _judge_and_fit(
+    wrenches: _WrenchData, kinematics: gk.GraspKinematics, settings: EstimatorSettings
+) -> tuple[SegmentStore, dy.ParameterFit | None]:
+    """Judge the wrench segments and fit theta on those in use, twice: the first fit gives
+    the residuals whose autocorrelation the second judgement and the covariance use."""
+    T, fit = kinematics.T_s_i, None
+    for final in (False, True):
+        store = wrenches.segments(settings, fit)
+        judgement = judge_segments(store.segments, T, wrenches.dV_covariance, settings)
+        store.record(judgement)
+        groups = store.pooled(judgement.used, wrenches.dV_covariance)
+        if not groups:
+            return store, None
+        inflation = pooled_inflation(s.correlation for s in store.segments if s.used)
+        grasp_covariance = kinematics.covariance if final else None
+        fit = dy.fit_parameters(groups, T, kinematics.reference_id, grasp_covariance, inflation)
+    return store, fit
 
 
-def _wrench_inflation(
-    regressors: list,
-    groups: dict[str, dy.WrenchMoments],
-    fit: dy.ParameterFit,
-    T: Mapping[str, np.ndarray],
-    settings: EstimatorSettings,
-) -> float:
-    """Residual autocorrelation of the whitened net-wrench residuals, over all recordings."""
-    kappas = []
-    for Y, F, static in regressors:
-        name = "static" if static.all() else "dynamic"
-        moments = groups[name]
-        M = moments.wrench_maps(T)
-        A_f, A_m = moments.noise_structure(T)
-        sigma_f, sigma_m = fit.noise[name]
-        C = sigma_f**2 * A_f + sigma_m**2 * A_m
-        whitener = np.linalg.inv(np.linalg.cholesky(C + 1e-12 * np.trace(C) * np.eye(6)))
-        F = np.nan_to_num(F, nan=0.0)
-        F[:, ~np.array(moments.has_torque), :3] = 0.0
-        r = np.einsum("iab,kib->ka", M, F) - Y @ fit.theta
-        kappas.append(
-            (len(r), variance_inflation(r @ whitener.T, settings.residual_correlation_lags))
-        )
-    return sum(n * k for n, k in kappas) / max(sum(n for n, _ in kappas), 1)
+def _information(fit: dy.ParameterFit | None, group: str) -> np.ndarray:
+    if fit is None or group not in fit.group_information:
+        return np.zeros((10, 10))
+    return fit.group_information[group]
+
+
+@dataclass(frozen=True)
+class _WrenchData:
+    """Per recording: stamps, regressors Y (consensus motion of the final grasps), robot
+    wrenches F and the static mask; and per group the noise covariance of the consensus dV_s
+    (from the robots' disagreement in that group's samples)."""
+
+    robot_ids: tuple[str, ...]
+    has_torque: tuple[bool, ...]
+    T_s_i: Mapping[str, np.ndarray]
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
+    dV_covariance: dict[str, np.ndarray]  # per group: noise covariance of the consensus dV_s
+
+    @classmethod
+    def of(
+        cls, recordings: list[Recording], phases: list[np.ndarray], kinematics: gk.GraspKinematics
+    ) -> _WrenchData:
+        ids, T = kinematics.robot_ids, kinematics.T_s_i
+        torque = tuple(bool(recordings[0].series[r].has_torque) for r in ids)
+        parts, dV_rows = [], {"static": [], "dynamic": []}
+        for rec, phase in zip(recordings, phases, strict=True):
+            series = rec.series
+            V, dV = dy.payload_motion(
+                {r: s.V_i for r, s in series.items()},
+                {r: s.dV_i for r, s in series.items()},
+                T,
+                kinematics.twist_noise,
+            )
+            g = dy.payload_gravity({r: s.g_i for r, s in series.items()}, T)
+            F = dy.stack_wrenches({r: s.F_i for r, s in series.items()}, ids)
+            F = np.nan_to_num(F, nan=0.0, posinf=0.0, neginf=0.0)
+            F[:, ~np.array(torque), :3] = 0.0
+            t = np.asarray(series[kinematics.reference_id].t, dtype=float)
+            parts.append((t, body_regressor(V, dV, g), F, phase == "static"))
+            for group, phase_name in (("static", "static"), ("dynamic", "moving")):
+                rows = np.concatenate([series[r].dV_i[phase == phase_name] for r in ids], 1)
+                dV_rows[group].append(rows)
+        dV_covariance = {}
+        for group, rows in dV_rows.items():
+            rows = np.vstack(rows)
+            if len(rows) > 1 and np.any(rows):
+                moments = gk.StackedMoments.from_rows(ids, rows)
+                noise = gk.consensus_noise(moments, T)
+                dV_covariance[group] = dy.consensus_covariance(T, kinematics.twist_noise, noise)
+        return cls(ids, torque, T, parts, dV_covariance)
+
+    def segments(self, settings: EstimatorSettings, fit: dy.ParameterFit | None) -> SegmentStore:
+        """The segment statistics; with a fit, also each segment's whitened residuals'
+        autocorrelation (each group whitened with its own noise)."""
+        store = SegmentStore(self.robot_ids, self.has_torque, settings)
+        moments = dy.WrenchMoments.empty(self.robot_ids, self.has_torque)
+        M = moments.wrench_maps(self.T_s_i)
+        A_f, A_m = moments.noise_structure(self.T_s_i)
+        for t, Y, F, static in self.parts:
+            for run in np.split(np.arange(len(t)), np.flatnonzero(np.diff(static)) + 1):
+                if not len(run):
+                    continue
+                group = "static" if static[run[0]] else "dynamic"
+                residuals = None
+                if fit is not None:
+                    sigma_f, sigma_m = fit.noise.get(group) or next(iter(fit.noise.values()))
+                    C = sigma_f**2 * A_f + sigma_m**2 * A_m
+                    whitener = np.linalg.inv(
+                        np.linalg.cholesky(C + 1e-12 * np.trace(C) * np.eye(6))
+                    )
+                    r = np.einsum("iab,kib->ka", M, F[run]) - Y[run] @ fit.theta
+                    residuals = r @ whitener.T
+                store.add_run(t[run], group, Y[run], F[run], residuals)
+            store.close()
+        return store
 
 
 def _angular_rms(recordings: list[Recording], kinematics: gk.GraspKinematics) -> float:

@@ -20,6 +20,9 @@ This is the API the coordinator node uses (paper 000's whole method, made recurs
   The phase picks the set's noise group in the one-stage wrench fit (static sets are far
   less noisy), the counts, and whether it feeds the twist fit (moving sets only). The
   regressor always uses the measured motion, so a misclassified set costs no model error.
+  Its motion is the consensus of all robots with the latest grasps; before the first grasp
+  estimate it is the reference robot's own, whose larger noise those sets' segments
+  ("/own" groups) are judged and weighted with.
 * ``estimate()`` solves from the statistics when new data arrived since the last solve
   (warm-started; tens to a few hundred ms), else returns the cached estimate.
   ``estimate_now()`` forces a full solve from scratch. Call them from a timer, not per sample.
@@ -27,6 +30,9 @@ This is the API the coordinator node uses (paper 000's whole method, made recurs
   ``reset()`` forgets everything.
 * Robust loss: each set's kinematic residual (with the latest fit) sets its weight
   (Huber or Cauchy); the covariances are inflated for residual autocorrelation.
+* External wrenches: the wrench statistics are kept per segment (``external_wrench``);
+  each solve judges every segment, and those an unmeasured wrench (a human hand) acted on
+  are left out of mass, CoM and inertia, counted and reported with advice.
 """
 
 from __future__ import annotations
@@ -40,9 +46,16 @@ import numpy as np
 from ..regressor import body_regressor
 from ..samples import GraspSample
 from ..signals import CausalLowpass
-from .correlated_noise import ResidualCorrelation
+from .correlated_noise import ResidualCorrelation, pooled_inflation
 from .dynamics import ParameterFit, WrenchMoments, consensus_covariance, fit_parameters
 from .estimate import Evidence, Stage, TeamEstimate, assemble_estimate
+from .external_wrench import (
+    OWN_MOTION,
+    SegmentStore,
+    judge_segments,
+    judgement_evidence,
+    phase_group,
+)
 from .grasp_kinematics import (
     GraspKinematics,
     HomeGravity,
@@ -59,6 +72,7 @@ from .grasp_kinematics import (
 from .settings import EstimatorSettings
 
 PHASES = ("static", "moving", "transition")
+PHASE_GROUPS = ("static", "dynamic")  # noise groups of the wrench fit
 
 
 @dataclass(frozen=True)
@@ -124,12 +138,14 @@ class TeamEstimator:
         """Forget all data and estimates."""
         n, settings = len(self.robot_ids), self.settings
         self._twists = StackedMoments.empty(self.robot_ids, 6 * n)
-        self._dtwists = StackedMoments.empty(self.robot_ids, 6 * n)
+        # twist derivatives of moving and of static sets: the robots' disagreement is dV noise
+        self._dtwists = {g: StackedMoments.empty(self.robot_ids, 6 * n) for g in PHASE_GROUPS}
         self._poses = StackedMoments.empty(self.robot_ids, 12 * n + 1)
         self._gravity = {
             r: HomeGravity.empty(settings.gravity_direction_floor) for r in self.robot_ids
         }
-        self._wrenches: dict[str, WrenchMoments] = {}
+        self._segments: SegmentStore | None = None  # wrench statistics per segment
+        self._groups: dict[str, WrenchMoments] = {}  # pooled over the segments in use
         self._omega = np.zeros((3, 3))
         self._alpha = np.zeros((3, 3))
         self._tilts = np.zeros((3, 3))
@@ -139,7 +155,6 @@ class TeamEstimator:
         cutoff = settings.input_cutoff_hz
         self._input_filter = CausalLowpass(settings.sample_rate_hz, cutoff) if cutoff else None
         self._kinematic_correlation = ResidualCorrelation(settings.residual_correlation_lags)
-        self._wrench_correlation = ResidualCorrelation(settings.residual_correlation_lags)
         self._kinematics: GraspKinematics | None = None
         self._fit = None
         self._maps: dict[str, np.ndarray] = {}
@@ -231,10 +246,12 @@ class TeamEstimator:
         y = np.concatenate([np.concatenate([Ti[:3, :3].ravel(), Ti[:3, 3]]) for Ti in T] + [[1.0]])
         if phase == "moving":
             self._twists.add(z, self._kinematic_weight("twists", z))
-            self._dtwists.add(dV.ravel())
+            self._dtwists["dynamic"].add(dV.ravel())
             self._omega += np.outer(V[self._s, :3], V[self._s, :3])
             self._alpha += np.outer(dV[self._s, :3], dV[self._s, :3])
             self._counts["kinematics"] += 1
+        elif phase == "static":
+            self._dtwists["static"].add(dV.ravel())
         self._poses.add(y, self._kinematic_weight("poses", y))
         for k, rid in enumerate(self.robot_ids):
             if has_g[k]:
@@ -283,17 +300,18 @@ class TeamEstimator:
         if g_s is None:
             return
         group = "static" if phase == "static" else "dynamic"
-        if group not in self._wrenches:
+        if self._segments is None:
             torque = [s.has_torque for s in samples]
-            self._wrenches[group] = WrenchMoments.empty(self.robot_ids, torque)
+            self._segments = SegmentStore(self.robot_ids, torque, self.settings)
         Y = body_regressor(V_s, dV_s, g_s)
         if group == "static":
             self._tilts += np.outer(g_s, g_s) / (g_s @ g_s)
         self._counts[group] += 1
-        self._wrenches[group].add(Y, F)
+        own = "" if "consensus" in self._maps else OWN_MOTION  # no grasps yet: one robot's motion
+        segment = self._segments.add(float(self._last_stamp), group + own, Y, F)
         if "wrench_maps" in self._maps:
             r = np.einsum("iab,ib->a", self._maps["wrench_maps"], F) - Y @ self._fit.theta
-            self._wrench_correlation.add(self._maps["wrench_whitener"] @ r)
+            segment.correlation.add(self._maps["wrench_whitener"] @ r)
 
     # ----- output -------------------------------------------------------------------------------
     def estimate(self) -> TeamEstimate:
@@ -319,7 +337,7 @@ class TeamEstimator:
             self._kinematics = None
             notes.append(f"grasp kinematics failed ({error}): move the payload about more axes")
         self._fit = None
-        if self._kinematics is not None and self._wrenches:
+        if self._kinematics is not None and self._segments is not None:
             self._fit = self._solve_parameters()
         if self._no_force:
             notes.append(
@@ -329,6 +347,7 @@ class TeamEstimator:
         if self._poses.samples and not any(h.count for h in self._gravity.values()):
             notes.append("no robot reports gravity: mass and CoM need the gravity direction")
         self._cache_maps()
+        external = judgement_evidence(self._segments, self.settings)
         evidence = Evidence(
             robot_ids=self.robot_ids,
             reference_id=self.reference_id,
@@ -347,6 +366,7 @@ class TeamEstimator:
             residual_rms_angular_velocity=self._angular_residual_rms(),
             notes=tuple(notes),
             frozen=self._frozen,
+            **external,
         )
         self._estimate = assemble_estimate(evidence, self.settings)
         self._dirty = False
@@ -378,24 +398,32 @@ class TeamEstimator:
         )
         return fit.inflated(inflation)
 
-    def _solve_parameters(self) -> ParameterFit:
-        kin = self._kinematics
-        if self._dtwists.samples > 0:
-            noise = consensus_noise(self._dtwists, kin.T_s_i)
-            for group in self._wrenches.values():
-                group.dV_covariance = consensus_covariance(kin.T_s_i, kin.twist_noise, noise)
-        return fit_parameters(
-            self._wrenches,
-            kin.T_s_i,
-            self.reference_id,
-            kin.covariance,
-            self._wrench_correlation.inflation(),
-        )
+    def _solve_parameters(self) -> ParameterFit | None:
+        """Judge the wrench segments, then fit theta on those in use (None if none is)."""
+        kin, segments = self._kinematics, self._segments
+        dV_covariance = {}
+        for group, moments in self._dtwists.items():
+            if moments.samples > 1 and np.trace(moments.S) > 0:
+                noise = consensus_noise(moments, kin.T_s_i)
+                dV_covariance[group] = consensus_covariance(kin.T_s_i, kin.twist_noise, noise)
+                angular, linear = noise[self.reference_id]
+                own = np.repeat([angular**2, linear**2], 3)
+                dV_covariance[group + OWN_MOTION] = np.diag(own)
+        judgement = judge_segments(segments.segments, kin.T_s_i, dV_covariance, self.settings)
+        segments.record(judgement)
+        self._groups = segments.pooled(judgement.used, dV_covariance)
+        if not self._groups:
+            return None
+        inflation = pooled_inflation(s.correlation for s in segments.segments if s.used)
+        return fit_parameters(self._groups, kin.T_s_i, self.reference_id, kin.covariance, inflation)
 
     def _group_information(self, group: str) -> np.ndarray:
-        if self._fit is None or group not in self._wrenches:
-            return np.zeros((10, 10))
-        return self._fit.group_information.get(group, np.zeros((10, 10)))
+        """Information of a phase group ("static", "dynamic"), all its segment groups."""
+        information = np.zeros((10, 10))
+        for name, part in (self._fit.group_information if self._fit else {}).items():
+            if phase_group(name) == group:
+                information = information + part
+        return information
 
     def _angular_residual_rms(self) -> float:
         kin = self._kinematics
@@ -421,9 +449,9 @@ class TeamEstimator:
         self._maps["consensus"] = consensus_map(A, noise_precision(kin.twist_noise, ids))
         self._maps["R_s_i"] = np.stack([kin.T_s_i[r][:3, :3] for r in ids])
         if self._fit is not None:
-            group = self._wrenches.get("dynamic") or self._wrenches["static"]
+            key = "dynamic" if "dynamic" in self._groups else next(iter(self._groups))
+            group = self._groups[key]
             M = group.wrench_maps(kin.T_s_i)
-            key = "dynamic" if "dynamic" in self._wrenches else "static"
             A_f, A_m = group.noise_structure(kin.T_s_i)
             sigma_f, sigma_m = self._fit.noise[key]
             C = sigma_f**2 * A_f + sigma_m**2 * A_m

@@ -42,6 +42,12 @@ class EstimatorSettings:
     consistency_margin: float | None = None
     # uncertainty: residual autocorrelation lags used to inflate covariances (0: off)
     residual_correlation_lags: int = 30
+    # unmeasured external wrenches (a human hand): wrench statistics per segment
+    detect_external_wrench: bool = True  # False: every segment is used for mass, CoM, inertia
+    segment_seconds: float = 1.0  # [s] longest segment (a new one also starts at each phase)
+    max_segments: int = 64  # segments kept; beyond, the two most alike neighbours merge
+    external_wrench_false_alarm: float = 1e-4  # test level per segment and judging step
+    external_wrench_floor: float = 0.01  # smallest external force set aside, of the weight m g
     # input checks
     sync_tolerance: float = 0.005  # [s] stamps of one synchronized set may differ this much
 
@@ -49,7 +55,8 @@ class EstimatorSettings:
         positive = [
             f.name
             for f in fields(self)
-            if f.type in ("float", "int") and f.name != "residual_correlation_lags"
+            if f.type in ("float", "int")
+            and f.name not in ("residual_correlation_lags", "external_wrench_floor")
         ]
         for name in positive:
             value = getattr(self, name)
@@ -76,3 +83,10 @@ class EstimatorSettings:
             raise ValueError("setting consistency_margin must be >= 0 or None")
         if self.excitation_ratio >= 1:
             raise ValueError("setting excitation_ratio must be below 1")
+        if not isinstance(self.max_segments, int) or self.max_segments < 8:
+            raise ValueError("setting max_segments must be an integer >= 8")
+        if not self.external_wrench_false_alarm < 0.5:
+            raise ValueError("setting external_wrench_false_alarm must lie between 0 and 0.5")
+        floor = self.external_wrench_floor
+        if not (isinstance(floor, int | float) and math.isfinite(floor) and floor >= 0):
+            raise ValueError("setting external_wrench_floor must be a finite number >= 0")

@@ -150,8 +150,9 @@ def parameter_help(executable: str) -> str:
     return "\n".join(lines)
 
 
-def run_executable(executable: str, argv: list[str] | None = None) -> int:
-    """``main`` of a node executable: --help, rclpy set-up, spin until Ctrl-C, clean shutdown."""
+def run_executable(executable: str, argv: list[str] | None = None, executor: str = "multi") -> int:
+    """``main`` of a node executable: --help, rclpy set-up, spin until Ctrl-C, clean shutdown;
+    ``executor`` is a key of ``EXECUTORS``."""
     from .nodes import node_class, node_interface
 
     argv = sys.argv if argv is None else argv
@@ -172,4 +173,4 @@ def run_executable(executable: str, argv: list[str] | None = None) -> int:
         print(f"{executable}: {error}", file=sys.stderr)
         rclpy.shutdown(context=context)
         return 2
-    return run_until_interrupted(NodeGroup([node], context).start())
+    return run_until_interrupted(NodeGroup([node], context, executor).start())

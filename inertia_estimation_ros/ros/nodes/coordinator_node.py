@@ -4,10 +4,12 @@ A thin adapter around ``core.team_pipeline.TeamPipeline`` (checks, clock offsets
 ``TeamEstimator``, robot liveness, diagnostics content), which ``inertia_estimation estimate``
 runs on bags without ROS. Subscription callbacks only enqueue the message with its arrival
 time. A worker thread owns the pipeline: it converts and checks what arrived, aligns and
-updates every ``update_period``, solves every ``estimate_period`` (wall clock) and publishes
-the estimate, TF and markers; every ``diagnostics_period`` it publishes /diagnostics. A solve
-takes tens of milliseconds to seconds (N = 16), and running it outside the executor keeps the
-subscriptions served meanwhile, whatever executor the node is spun by. Services post their
+updates every ``update_period``, solves every ``estimate_period`` (wall clock; longer when a
+solve takes more than a quarter of that) and publishes the estimate, TF and markers; every
+``diagnostics_period`` it publishes /diagnostics. A solve takes tens of milliseconds to
+seconds (N = 16): outside the executor, it leaves the subscriptions served meanwhile, whatever
+executor spins the node, and their deep sensor-data history holds seconds of samples while
+Python's GIL keeps the executor waiting. Services post their
 command to the worker and wait for it. Bad input is refused and counted, never raised.
 """
 
@@ -23,6 +25,7 @@ from types import SimpleNamespace
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.node import Node
+from rclpy.qos import QoSProfile
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
@@ -40,6 +43,12 @@ from ..runtime import LEVELS, run_executable
 
 INBOX_LIMIT = 100_000  # messages waiting for the worker; more are dropped and counted
 SERVICE_TIMEOUT = 30.0  # [s] a service call waits this long for the worker
+# Sensor-data QoS with a deep history: DDS keeps up to 10 s of a 100 Hz robot's samples while
+# the executor is busy (the GIL), instead of dropping them.
+GRASP_QOS = QoSProfile(
+    depth=1000, reliability=SENSOR_QOS.reliability, durability=SENSOR_QOS.durability
+)
+SOLVE_SHARE = 0.25  # solves take at most this share of the worker's time
 _DEFAULTS = PipelineSettings()
 
 INTERFACE = NodeInterface(
@@ -125,7 +134,8 @@ INTERFACE = NodeInterface(
             "estimate_period",
             "double",
             0.5,
-            "wall-clock seconds between solves and publications of the estimate",
+            "wall-clock seconds between solves and publications of the estimate (longer when "
+            "a solve takes more than a quarter of it, so that updates keep up)",
             bounds=(0.01, 60.0),
         ),
         Param(
@@ -258,7 +268,7 @@ class CoordinatorNode(Node):
         self.overflow = 0
         for rid in self.pipeline.robot_ids:
             self.create_subscription(
-                GraspState, f"/{rid}/grasp_state", self._enqueue(rid), SENSOR_QOS
+                GraspState, f"/{rid}/grasp_state", self._enqueue(rid), GRASP_QOS
             )
         self._commands: queue.Queue = queue.Queue()
         for name in ("reset", "freeze", "unfreeze", "estimate_now"):
@@ -324,8 +334,9 @@ class CoordinatorNode(Node):
                 self._step()
                 now = time.monotonic()
                 if now >= next_estimate:
-                    next_estimate = now + p.estimate_period
                     self._publish(self.pipeline.estimate())
+                    solve = time.monotonic() - now
+                    next_estimate = now + max(p.estimate_period, solve / SOLVE_SHARE)
                 if now >= next_diagnostics:
                     next_diagnostics = now + p.diagnostics_period
                     self._publish_diagnostics()
@@ -438,7 +449,9 @@ def summary(estimate: TeamEstimate) -> str:
 
 
 def main() -> int:
-    return run_executable("coordinator_node")
+    # Single-threaded: the worker thread does the heavy work, and rclpy's multi-threaded
+    # executor costs several times the CPU per message (bench/bench_coordinator.py).
+    return run_executable("coordinator_node", executor="single")
 
 
 if __name__ == "__main__":

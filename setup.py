@@ -53,6 +53,7 @@ setup(
         "matplotlib>=3.7",
         "PyYAML>=6",
         "tqdm>=4.60",
+        "threadpoolctl>=3.1",
     ],
     # The ROS 2 client library from PyPI for machines without a ROS install.
     extras_require={

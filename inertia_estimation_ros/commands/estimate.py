@@ -178,6 +178,7 @@ def add_bag_arguments(parser: argparse.ArgumentParser) -> None:
 def run_on_bag(args: argparse.Namespace) -> BagRun:
     """``estimate_bag`` with the command line's parameters and a progress bar."""
     from rosbags.rosbag2 import Reader
+    from threadpoolctl import threadpool_limits
     from tqdm import tqdm
 
     parameters = coordinator_parameters(args.config) if args.config else {}
@@ -187,7 +188,10 @@ def run_on_bag(args: argparse.Namespace) -> BagRun:
         parameters["reference_robot"] = args.reference
     with Reader(args.bag) as reader:
         duration = reader.duration * 1e-9
-    with tqdm(total=round(duration, 1), unit="bag s", desc="estimate") as bar:
+    with (
+        tqdm(total=round(duration, 1), unit="bag s", desc="estimate") as bar,
+        threadpool_limits(limits=1, user_api="blas"),  # the coordinator's setting
+    ):
 
         def advance(seconds: float) -> None:
             bar.update(round(seconds, 1) - bar.n)

@@ -290,7 +290,8 @@ class TeamPipeline:
             recent.popleft()
         if received is not None:
             self._transport[rid].append(received - stamp)
-        self._speeds.add(sample)
+        if self.settings.estimate_clock_offsets:
+            self._speeds.add(sample)
         if self._waiting is not None:
             self._waiting.append(sample)
         else:

@@ -163,3 +163,32 @@ def test_session_joins_segments_on_one_clock():
     boundary = np.flatnonzero(np.diff(labels))[0]
     T = sim.exact["robot_2"].T_i0_i
     np.testing.assert_allclose(T[boundary], T[boundary + 1], atol=1e-12)
+
+
+def test_external_wrench_is_what_the_robots_do_not_apply():
+    """An unmeasured wrench (HandPush, HumanGuidance) plus the robots' wrenches is the payload's
+    Newton-Euler wrench; the hand's wrench is its force at its point, only in its interval."""
+    team, payload = an.paper_team(), an.paper_payload()
+    motion = an.paper_kinematics_motion(np.random.default_rng(9))
+    t = np.arange(0, 4, 1 / RATE)
+    push = an.HandPush(((1.0, 2.0),), (3.0, 0.0, -12.0), (0.4, 0.1, 0.02), ramp=0.1)
+    guide = an.HumanGuidance(((0.0, 4.0),), ramp=0.5)
+
+    def net(sim):
+        return sum(sim.exact[r].F_i @ sp.adjoint(sp.inverse(team.T_s_i[r])) for r in team.robot_ids)
+
+    free = an.simulate(team, payload, motion, t)
+    pushed = an.simulate(team, payload, motion, t, external=push)
+    guided = an.simulate(team, payload, motion, t, external=guide)
+    T_w_s, V_s, dV_s = motion.evaluate(t)
+    hand = net(free) - net(pushed)
+    inside = (t > 1.1) & (t < 1.9)
+    f_s = np.einsum("kji,j->ki", T_w_s[:, :3, :3], [3.0, 0.0, -12.0])
+    np.testing.assert_allclose(hand[inside, 3:], f_s[inside], atol=1e-9)
+    np.testing.assert_allclose(hand[inside, :3], np.cross([0.4, 0.1, 0.02], f_s[inside]), atol=1e-9)
+    assert np.abs(hand[(t < 1.0) | (t > 2.0)]).max() < 1e-9
+    # guided in the middle: the robots carry the weight only, the human all the rest
+    g_s = np.einsum("kji,j->ki", T_w_s[:, :3, :3], an.GRAVITY_W)
+    weight = an.net_wrench(payload, 0 * V_s, 0 * dV_s, g_s)
+    middle = (t > 0.5) & (t < 3.5)
+    np.testing.assert_allclose(net(guided)[middle], weight[middle], atol=1e-9)

@@ -38,10 +38,11 @@ sample), r the rows, kappa the residual-autocorrelation inflation (``correlated_
 t_j = tr(A_j Cov(theta_ref)) the reference's own uncertainty and q_j the directions fitted
 on the segment itself. T_j above the (1 - alpha) quantile is significant: the false-alarm
 rate is alpha = ``external_wrench_false_alarm`` per segment and step for Gaussian noise.
-Sigma: for dynamic segments while static holds are in use, the sensors' noise found in the
-holds plus the regressor noise that the robots' disagreement on dV shows (conservative:
-the holds' own regressor noise is counted twice); otherwise the noise level fitted to the
-group, made robust as the weighted median of T_j / n_j.
+Sigma: once static holds are in use (steps 2 and 3), the sensors' noise found in the holds
+(their residuals less the regressor noise) plus each group's regressor noise, which the
+robots' disagreement on dV shows (predicted); otherwise the noise level fitted to the group, made
+robust as the weighted median over its segments of their own lack of fit per sample (each
+segment fitted alone: a hand resting on it does not raise that).
 
 A significant segment is set aside only if the external wrench it implies (its residual
 power beyond the noise's) also exceeds ``external_wrench_floor`` times the weight m g, or,
@@ -361,10 +362,22 @@ class _View:
                     power = regressor_noise_power(covariance, level.weight)[np.ix_(params, params)]
                     mine = self.group == group
                     self.correction[mine] = self.n[mine, None, None] * power
+        self.lack_of_fit, self.rank = self._own_fits()
         self.trusted = trusted or (np.zeros((p, p)), np.zeros(p))
         total = self.trusted[0] + self.A.sum(0)
         diagonal = np.sqrt(np.clip(np.diag(total), 0.0, None))
         self.scale = np.where(diagonal > 0, 1.0 / np.where(diagonal > 0, diagonal, 1.0), 0.0)
+
+    def _own_fits(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lack of fit, rank) of every block fitted on its own: min_theta RSS_j(theta), which
+        a constant external wrench leaves at the noise (it is absorbed by theta)."""
+        diagonal = np.sqrt(np.clip(np.einsum("jaa->ja", self.A), 0.0, None))
+        d = np.where(diagonal > 0, 1.0 / np.where(diagonal > 0, diagonal, 1.0), 0.0)
+        scaled = d[:, :, None] * self.A * d[:, None, :]
+        db = d * self.b
+        solution = np.einsum("jab,jb->ja", np.linalg.pinv(scaled, rcond=1e-8, hermitian=True), db)
+        lack_of_fit = np.maximum(self.c - np.einsum("ja,ja->j", db, solution), 0.0)
+        return lack_of_fit, np.linalg.matrix_rank(scaled, rtol=1e-8, hermitian=True)
 
     def information(self, used: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
         """Trusted plus used blocks' normal equations, errors-in-variables corrected when that
@@ -450,7 +463,7 @@ def _evaluate(view: _View, used: np.ndarray, settings: EstimatorSettings) -> _Ev
         mine = view.group == group
         if not mine.any():
             continue
-        _set_level(level, T, view.n, fitted, used & mine if (used & mine).any() else mine)
+        _set_level(level, view, fitted, used & mine if (used & mine).any() else mine)
         T[mine] = T[mine] / max(level.mu, 1e-300)
         mean[mine] = view.n[mine] + (t[mine] - q[mine]) / r
         variance[mine] = 2 * level.kappa * level.shape * view.n[mine] + 2 * t[mine].clip(0) / r**2
@@ -469,18 +482,23 @@ def _evaluate(view: _View, used: np.ndarray, settings: EstimatorSettings) -> _Ev
     return _Evaluation(theta, (T > threshold) & relevant, T / threshold, force, moment)
 
 
-def _set_level(
-    level: _Level, T: np.ndarray, n: np.ndarray, fitted: np.ndarray, basis: np.ndarray
-) -> None:
-    """mu, nu and the noise covariance of one group: predicted, or robust over ``basis``."""
+def _set_level(level: _Level, view: _View, fitted: np.ndarray, basis: np.ndarray) -> None:
+    """mu, shape and the noise covariance of one group: predicted, or robust over ``basis``:
+    mu is the weighted median of the segments' own lack of fit per sample, which external
+    wrenches that stay constant over a segment (a hand resting on it) leave at the noise.
+    Fitting p parameters costs a residual about kappa p / r samples (they absorb the slow
+    part of correlated noise)."""
     rows = np.abs(level.weight).sum(axis=0) > 0
     if level.predicted is not None:
         level.mu, level.shape = float(rows.sum()), 1.0 / rows.sum()
         level.noise = level.predicted * np.outer(rows, rows)
         return
-    pooled = fitted[basis].sum(0) / n[basis].sum()
+    n = view.n[basis]
+    lost = level.kappa * (view.rank[basis] + view.own[basis]) / rows.sum()
+    per_sample = view.lack_of_fit[basis] / np.maximum(n - lost, 0.5 * n)
+    level.mu = _weighted_median(per_sample, n)
+    pooled = fitted[basis].sum(0) / n.sum()
     S = level.weight @ pooled
-    level.mu = _weighted_median(T[basis] / n[basis], n[basis])
     level.shape = np.trace(S @ S) / max(np.trace(S) ** 2, 1e-300)
     level.noise = pooled * np.outer(rows, rows) * level.mu / max(np.trace(S), 1e-300)
 
@@ -531,15 +549,24 @@ def _noise_covariance(
     dV: Mapping[str, np.ndarray],
     nuisance: bool = False,
 ) -> np.ndarray:
-    """Sigma = sigma_f^2 A_f + sigma_m^2 A_m with the per-robot noise levels fitted to the
-    residuals of a plain fit over the segments ``index`` (``dynamics.wrench_noise``)."""
+    """The sensors' noise Sigma = sigma_f^2 A_f + sigma_m^2 A_m: per-robot levels fitted
+    (``dynamics.wrench_noise``) to the residuals of a plain fit over the segments ``index``,
+    less the part that the known regressor noise (noise on dV_s) explains."""
     unit = _Level(_inverse_on(data.A_f + data.A_m, rows), None, 1.0)
-    levels = dict.fromkeys(np.unique(data.group[index]), unit)
-    view = _View(data, index, params, rows, levels, dV, nuisance=nuisance)
-    theta = view.full(view.fit(np.ones(len(index), dtype=bool)))
+    groups = np.unique(data.group[index])
+    view = _View(data, index, params, rows, dict.fromkeys(groups, unit), dV, nuisance=nuisance)
+    fit = view.fit(np.ones(len(index), dtype=bool))
+    theta = view.full(fit)
     samples = data.n[index].sum()
     fitted = len(params) + view.own.sum()  # parameters fitted: a residual loses that many dof
     R = data.residual_moments(theta, index).sum(0) / max(samples - fitted / rows.sum(), 1.0)
+    own = np.zeros(10)
+    own[params] = fit  # nuisance parameters are fitted per segment: their part is absorbed
+    for group in groups:
+        share = data.n[index][data.group[index] == group].sum() / samples
+        covariance = dV.get(group)
+        if covariance is not None:
+            R = R - share * regressor_noise_covariance(covariance, own)
     scale = np.sqrt(np.trace(data.P[index].sum(0)) / samples + 1e-300)
     if not rows[0]:  # force rows only: the moment block was not fitted
         variance = max(np.trace(R[3:, 3:]) / np.trace(data.A_f[3:, 3:]), (1e-9 * scale) ** 2)
@@ -684,27 +711,23 @@ def _judge_net_force(
 def _levels(
     data: _Segments, index: np.ndarray, holds: _Holds | None, dV: Mapping[str, np.ndarray]
 ) -> dict[str, _Level]:
-    """Levels for all rows, of every group: static groups at the holds' noise (robust level),
-    dynamic ones at the holds' noise plus their regressor noise (predicted) when holds are
-    in use; else robust levels weighted by the noise fitted per phase group on ``index``."""
+    """Levels for all rows, of every group: with holds in use, their sensors' noise plus each
+    group's regressor noise at a provisional fit over ``index`` (predicted); else robust
+    levels weighted by the noise fitted per phase group on ``index``."""
+    if holds is not None:
+        theta = _provisional_fit(data, index, holds.noise, dV)
+        return _predicted_levels(data, np.unique(data.group), ALL_ROWS, holds.noise, dV, theta)
     levels = {}
     for static in (True, False):
         phase = data.static == static
         basis = index[phase[index]] if phase[index].any() else np.flatnonzero(phase)
         if not len(basis):
             continue
-        if holds is None or static:
-            noise = holds.noise if holds is not None else None
-            found = _robust_levels(data, basis, ALL_PARAMETERS, ALL_ROWS, dV, noise=noise)
-            weight = next(iter(found.values())).weight
-            for group in np.unique(data.group[phase]):
-                levels[group] = found.get(group) or _Level(
-                    weight, None, _group_kappa(data, data.group == group)
-                )
-        else:
-            theta = _provisional_fit(data, index, holds.noise, dV)
-            groups = np.unique(data.group[phase])
-            levels.update(_predicted_levels(data, groups, ALL_ROWS, holds.noise, dV, theta))
+        found = _robust_levels(data, basis, ALL_PARAMETERS, ALL_ROWS, dV)
+        weight = next(iter(found.values())).weight
+        for group in np.unique(data.group[phase]):
+            kappa = _group_kappa(data, data.group == group)
+            levels[group] = found.get(group) or _Level(weight, None, kappa)
     return levels
 
 

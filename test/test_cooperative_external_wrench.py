@@ -1,0 +1,278 @@
+"""Unmeasured external wrenches (a human hand) are found, set aside and reported.
+
+Independent references: the analytic generator's exact robot wrenches with a known injected
+external wrench (where and when it acted, and its size), the same sessions without it,
+and hypothesis for the segment store's invariants. MuJoCo's human-guided phase, with the
+human's wrench from the simulator's ground truth, is in test_sim_estimation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from inertia_estimation_ros.core.cooperative import (
+    EstimatorSettings,
+    Recording,
+    TeamEstimator,
+    estimate_offline,
+)
+from inertia_estimation_ros.core.cooperative.dynamics import WrenchMoments
+from inertia_estimation_ros.core.cooperative.external_wrench import SegmentStore
+from inertia_estimation_ros.sim import analytic as an
+
+RATE = 100.0
+STATICS = an.paper_static_motion()
+TILTS = STATICS.rotation  # holds 0 and 5 level, 1-4 tilted
+
+
+def hold(k: int, kin_seconds: float) -> tuple[float, float]:
+    """Session time of static hold k (after a kinematics trial of kin_seconds)."""
+    start = kin_seconds + k * (TILTS.hold + TILTS.move)
+    return start, start + TILTS.hold
+
+
+def session(seed, kin_seconds=8.0, pivot_seconds=16.0, external=None, noise=None):
+    """A kinematics trial, the four static tilts and pivoting about robot_3's wrist, on the
+    paper's team with 20 N of squeeze and wrist instruments' noise (analytic, exact)."""
+    rng = np.random.default_rng(seed)
+    team, payload = an.paper_team(), an.paper_payload()
+    kin, pivot = an.paper_kinematics_motion(rng), an.paper_inertia_motion(rng)
+    segments = [
+        (
+            an.PayloadMotion(
+                an.Ramped(kin.rotation, kin_seconds, 1.0),
+                an.Ramped(kin.translation, kin_seconds, 1.0),
+                kin.pivot_s,
+            ),
+            kin_seconds,
+        ),
+        (STATICS, TILTS.duration),
+        (
+            an.PayloadMotion(
+                an.Ramped(pivot.rotation, pivot_seconds, 1.0), pivot.translation, pivot.pivot_s
+            ),
+            pivot_seconds,
+        ),
+    ]
+    sim, _ = an.simulate_session(
+        team,
+        payload,
+        segments,
+        RATE,
+        noise=noise or an.instrumented_noise(),
+        rng=rng,
+        internal=an.squeeze_forces(team, 20.0),
+        external=external,
+    )
+    return team, payload, sim
+
+
+KIN = 8.0
+GUIDED = (0.0, KIN)
+LEAN = (hold(2, KIN)[0] + 0.5, hold(2, KIN)[1] - 0.3)  # a hand leaning on the second tilt
+LEAN_FORCE, LEAN_POINT = (0.0, 0.0, -15.0), (0.3, 0.1, 0.0)
+PUSH = (KIN + TILTS.duration + 6.0, KIN + TILTS.duration + 9.0)  # a push while pivoting
+PUSH_FORCE, PUSH_POINT = (5.0, 0.0, -8.0), (1.0, -0.2, 0.0)
+
+
+def hands(t, T_w_s, inertial_s):
+    """The human guides the kinematics trial, leans on a hold and pushes while pivoting."""
+    guide = an.HumanGuidance((GUIDED,))(t, T_w_s, inertial_s)
+    lean = an.HandPush((LEAN,), LEAN_FORCE, LEAN_POINT)(t, T_w_s, inertial_s)
+    push = an.HandPush((PUSH,), PUSH_FORCE, PUSH_POINT)(t, T_w_s, inertial_s)
+    return guide + lean + push
+
+
+def online(team, series, every=200, settings=None):
+    estimator = TeamEstimator(team.robot_ids, team.reference_id, settings)
+    for k, samples in enumerate(an.synchronized_sets(series)):
+        estimator.update(samples)
+        if k % every == every - 1:
+            estimator.estimate()
+    return estimator.estimate_now()
+
+
+@pytest.fixture(scope="module")
+def runs():
+    team, payload, clean = session(1)
+    _, _, touched = session(1, external=hands)
+    return {
+        "team": team,
+        "payload": payload,
+        "clean": estimate_offline([Recording(clean.measured)], "robot_1"),
+        "offline": estimate_offline([Recording(touched.measured)], "robot_1"),
+        "online": online(team, touched.measured),
+        "online, one solve at the end": online(team, touched.measured, every=10**9),
+        "undetected": estimate_offline(
+            [Recording(touched.measured)],
+            "robot_1",
+            EstimatorSettings(detect_external_wrench=False),
+        ),
+    }
+
+
+def errors(estimate, payload):
+    """(|mass error| [kg], CoM error [m], largest relative principal-moment error)."""
+    moments = payload.principal_axes()[0]
+    return (
+        abs(estimate.mass - payload.mass),
+        float(np.linalg.norm(estimate.p_s_c - payload.com)),
+        float(np.abs(estimate.principal_moments / moments - 1).max()),
+    )
+
+
+@pytest.mark.parametrize("way", ["offline", "online", "online, one solve at the end"])
+def test_hands_are_found_where_and_when_they_acted(runs, way):
+    """Each reported stretch lies within an injected one (to a segment, 1 s), each injected
+    one is reported, and the sizes are the hand's: 15 N leaning, |(5, 0, -8)| N pushing."""
+    estimate = runs[way]
+    spans = estimate.external_wrench_spans
+    acted = [GUIDED, LEAN, PUSH]
+    for span in spans:
+        assert any(a - 1.0 <= span.start and span.end <= b + 1.0 for a, b in acted), span
+    for a, b in acted:
+        assert any(span.start < b and span.end > a for span in spans), (a, b)
+    lean = next(s for s in spans if s.start < LEAN[1] and s.end > LEAN[0])
+    push = next(s for s in spans if s.start < PUSH[1] and s.end > PUSH[0])
+    assert lean.force == pytest.approx(15.0, rel=0.3)
+    assert push.force == pytest.approx(np.linalg.norm(PUSH_FORCE), rel=0.3)
+    assert estimate.samples_external_wrench == sum(s.samples for s in spans)
+    sigma = np.sqrt(np.diag(estimate.theta_covariance))
+    assert estimate.inertia_valid
+    assert np.all(np.abs(estimate.theta - runs["payload"].vec) < 3 * sigma)
+    advice = " | ".join(estimate.advice)
+    assert "acted on the payload during" in advice and "(a human hand?)" in advice
+    assert "those samples are not used for mass, CoM and inertia" in advice
+
+
+@pytest.mark.parametrize("way", ["offline", "online"])
+def test_the_estimate_keeps_the_accuracy_of_the_clean_case(runs, way):
+    """Within the tolerance the clean session meets: mass 2e-4 relative, CoM 1 mm, moments 1%
+    (measured: clean 1.0e-4, 0.14 mm, 0.13%; with the hands 1.6e-4, 0.31 mm, 0.50%, as the
+    guided trial's 800 samples no longer inform the inertia), and the truth within 3 stated
+    sigma. Undetected, the hands cost 0.9% of the mass, 21 mm of CoM and 75% of a moment.
+    (A single solve at the end has only the reference robot's motion in its regressors,
+    which costs accuracy with or without hands; the test above covers it.)"""
+    estimate, payload = runs[way], runs["payload"]
+    assert estimate.inertia_valid and estimate.physically_consistent
+    tolerances = (2e-4 * payload.mass, 1e-3, 1e-2)
+    found, clean = errors(estimate, payload), errors(runs["clean"], payload)
+    for tolerance, got, reference in zip(tolerances, found, clean, strict=True):
+        assert reference < tolerance and got < tolerance
+    sigma = np.sqrt(np.diag(estimate.theta_covariance))
+    assert np.all(np.abs(estimate.theta - payload.vec) < 3 * sigma)
+
+
+def test_without_detection_the_hands_bias_the_estimate(runs):
+    """The same data with detection off: the human's wrench ruins mass and inertia."""
+    payload = runs["payload"]
+    mass, _, moments = errors(runs["undetected"], payload)
+    assert runs["undetected"].samples_external_wrench == 0
+    assert mass > 10 * errors(runs["offline"], payload)[0] or moments > 0.03
+
+
+def test_no_false_exclusions_on_clean_noisy_data():
+    """Six clean noisy sessions (18,900 samples, ~210 segments): with the defaults nothing
+    is set aside (also measured with the floor off); with the floor off and alpha = 0.01 the
+    share set aside is near alpha (measured 1.7%; the bound is 3 alpha)."""
+    strict = EstimatorSettings(external_wrench_floor=0.0, external_wrench_false_alarm=0.01)
+    noise = dataclasses.replace(an.instrumented_noise(), force_std=1.0)
+    excluded, total = 0, 0
+    for seed in range(6):
+        _, _, sim = session(300 + seed, kin_seconds=4.0, pivot_seconds=8.0, noise=noise)
+        recordings = [Recording(sim.measured)]
+        assert estimate_offline(recordings, "robot_1").samples_external_wrench == 0
+        loose = estimate_offline(recordings, "robot_1", strict)
+        excluded += loose.samples_external_wrench
+        total += loose.samples_static + loose.samples_dynamic
+    assert excluded <= 0.03 * total
+
+
+def test_too_little_clean_data_is_refused_with_advice():
+    """A human guides every move and leans on every tilted hold: what remains cannot give the
+    inertia, nor the CoM to 1 mm (max_com_std), so both are refused with advice that says
+    why. Without the hands, the same motion determines the CoM to 1 mm."""
+    kin = 6.0
+    moves = [(0.0, hold(0, kin)[0])] + [(hold(k, kin)[1], hold(k + 1, kin)[0]) for k in range(5)]
+    leans = {
+        1: ((0.0, 0.0, -20.0), (0.3, 0.1, 0.0)),
+        2: ((4.0, 0.0, -10.0), (0.9, -0.2, 0.0)),
+        3: ((0.0, -3.0, -30.0), (0.1, 0.4, 0.0)),
+        4: ((0.0, 5.0, -15.0), (0.5, 0.5, 0.0)),
+    }
+    final = moves[-1][1] + 12.0
+    moves.append((hold(5, kin)[1], final))
+
+    def guided_with_leans(t, T_w_s, inertial_s):
+        out = an.HumanGuidance(tuple(moves), ramp=0.3)(t, T_w_s, inertial_s)
+        for k, (force, point) in leans.items():
+            out = out + an.HandPush((hold(k, kin),), force, point, ramp=0.2)(t, T_w_s, inertial_s)
+        return out
+
+    precise = EstimatorSettings(max_com_std=1e-3)
+    _, _, touched = session(5, kin, 12.0, external=guided_with_leans)
+    _, _, untouched = session(5, kin, 12.0, external=an.HumanGuidance(tuple(moves), ramp=0.3))
+    estimate = estimate_offline([Recording(touched.measured)], "robot_1", precise)
+    reference = estimate_offline([Recording(untouched.measured)], "robot_1", precise)
+    assert reference.com_valid
+    assert estimate.mass_valid and not estimate.com_valid and not estimate.inertia_valid
+    advice = " | ".join(estimate.advice)
+    assert "static samples: let go of the payload during the static holds" in advice
+    assert "moving samples: let the robots move the payload without a hand on it" in advice
+    assert np.all(estimate.principal_moments == 0) and np.all(estimate.p_s_c == 0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    runs=st.lists(
+        st.tuples(st.sampled_from(["static", "dynamic"]), st.integers(1, 250)),
+        min_size=1,
+        max_size=40,
+    ),
+    verdicts=st.lists(st.sampled_from([True, False, None]), min_size=40, max_size=40),
+)
+def test_segment_store_stays_bounded_and_merging_keeps_the_statistics(runs, verdicts):
+    """However samples arrive and whatever the verdicts, at most max_segments segments are
+    kept, each of one group, in time order, and they sum to the statistics of all samples."""
+    config = EstimatorSettings(max_segments=8, segment_seconds=0.5)
+    ids, torque = ("a", "b"), (True, False)
+    store = SegmentStore(ids, torque, config)
+    total = {g: WrenchMoments.empty(ids, torque) for g in ("static", "dynamic")}
+    rng = np.random.default_rng(len(runs))
+    stamp = 0.0
+    for k, (group, count) in enumerate(runs):
+        for _ in range(count):
+            Y, F = rng.normal(size=(6, 10)), rng.normal(size=(2, 6))
+            F[1, :3] = 0.0
+            store.add(stamp, group, Y, F)
+            total[group].add(Y, F)
+            stamp += 0.01
+        for segment, verdict in zip(store.segments, verdicts[k:], strict=False):
+            segment.used = verdict
+    assert len(store.segments) <= config.max_segments
+    starts = [s.start for s in store.segments]
+    assert starts == sorted(starts)
+    pooled = store.pooled(np.ones(len(store.segments), dtype=bool), {})
+    for group, moments in total.items():
+        if moments.samples:
+            np.testing.assert_allclose(pooled[group].YY, moments.YY, atol=1e-9)
+            np.testing.assert_allclose(pooled[group].K, moments.K, atol=1e-9)
+            np.testing.assert_allclose(pooled[group].FF, moments.FF, atol=1e-9)
+            assert pooled[group].samples == moments.samples
+
+
+def test_external_wrench_settings_are_validated_with_the_setting_named():
+    for name, value in (
+        ("max_segments", 4),
+        ("max_segments", 8.5),
+        ("segment_seconds", 0.0),
+        ("external_wrench_false_alarm", 0.7),
+        ("external_wrench_floor", -0.1),
+    ):
+        with pytest.raises(ValueError, match=name):
+            EstimatorSettings(**{name: value})

@@ -1,23 +1,30 @@
 """Paper 000 (mocobots) reproduced: the paper's method and the project's estimator, side by side.
 
-Run: .venv/bin/python bench/bench_cooperative.py [--repetitions 5] [--quick]
+Run: .venv/bin/python bench/bench_cooperative.py [--repetitions 3] [--quick]
 
 Protocol (paper Sec. IV, notes §7): Table I team and payload, 100 Hz, rotations <= 10 deg;
-five 10 s kinematics trials, four 2 s static holds at +-8 deg tilts, four 60 s inertia
-trials about robot_3's wrist (first and last 4 s dropped: 5200 samples each); 20 N of
-internal squeeze force. Each variant is repeated with new noise and new calibration errors.
+five 10 s kinematics trials, human-guided as in the paper (the robots float and carry the
+weight, the human supplies the rest of the wrench, measured by no robot), four 2 s static
+holds at +-8 deg tilts, four 60 s inertia trials about robot_3's wrist (first and last 4 s
+dropped: 5200 samples each); 20 N of internal squeeze force. Each variant is repeated with
+new noise and new calibration errors.
 
 * paper method: the paper's pipeline on poses and forces filtered by a 4th-order zero-phase
-  Butterworth at 5 Hz with central differences (notes §4.0): per-trial grasps (Eqs. 1-8 +
-  BFGS), mass and CoM from the static holds with the mean grasps (Eqs. 9-16), inertia per
-  trial about that CoM (Eqs. 17-33);
+  Butterworth at 5 Hz with central differences (notes §4.0). "Per trial", as the paper
+  reports it: grasps per 10 s trial (Eqs. 1-8 + BFGS), mass and CoM from the static holds
+  with the mean grasps (Eqs. 9-16), inertia per trial about that CoM (Eqs. 17-33). "Pooled",
+  the paper's method given all the data: Kabsch / least squares + BFGS over all kinematics
+  trials stacked, mass and CoM over all holds, inertia over all inertia trials stacked;
 * project: ``estimate_offline`` on the same recordings (Savitzky-Golay derivatives, raw poses
-  for the pose fit): one estimate from all the experiment's data, the way the online
-  estimator uses everything it has seen ("all data"). Per-trial project estimates (one 10 s
-  trial for grasps; the holds and one inertia trial for inertia) are printed too.
+  for the pose fit). "All data": one estimate from every recording, the way the online
+  estimator uses everything it has seen; it finds the guided trials' unmeasured wrench and
+  uses them for the grasps only. "Per trial": grasps from one 10 s trial; mass, CoM and
+  inertia from the holds and one inertia trial.
 
 Errors are mean absolute errors over trials and repetitions ("paper reported": Tables II-V).
-Then the online estimator: per-sample update cost for N = 3, 8, 16, and convergence time.
+Ratios: project all data / paper pooled (like for like, the primary one) and project per
+trial / paper per trial. Then the online estimator: per-sample update cost for N = 3, 8, 16,
+and convergence time.
 """
 
 from __future__ import annotations
@@ -74,12 +81,20 @@ def variants() -> dict[str, an.NoiseModel]:
 
 
 # ----- data -----------------------------------------------------------------------------------
-def record(team, payload, motion, duration, keep, noise, errors, rng):
+def record(team, payload, motion, duration, keep, noise, errors, rng, external=None):
     """Raw measured series over [0, duration), and the kept sample mask."""
     t = np.arange(0.0, duration, 1.0 / RATE)
     internal = an.squeeze_forces(team, 20.0)
     sim = an.simulate(
-        team, payload, motion, t, internal=internal, noise=noise, errors=errors, rng=rng
+        team,
+        payload,
+        motion,
+        t,
+        internal=internal,
+        noise=noise,
+        errors=errors,
+        rng=rng,
+        external=external,
     )
     return sim.measured, keep(t)
 
@@ -117,11 +132,11 @@ def experiment(noise, seed, quick):
     team, payload = an.paper_team(), an.paper_payload()
     errors = noise.draw_errors(team.robot_ids, rng, team.reference_id)
     runs = []
+    guide = an.HumanGuidance(((0.0, 14.0),))  # float mode: the human moves the payload
     for _ in range(2 if quick else 5):
         motion = an.paper_kinematics_motion(rng)
-        runs.append(
-            ("kin", *record(team, payload, motion, 14.0, _middle(2.0, 12.0), noise, errors, rng))
-        )
+        kept = _middle(2.0, 12.0)
+        runs.append(("kin", *record(team, payload, motion, 14.0, kept, noise, errors, rng, guide)))
     statics = an.paper_static_motion()
     duration = statics.rotation.duration
 
@@ -179,14 +194,15 @@ def truth_value(row, team, payload):
 
 # ----- the two methods ------------------------------------------------------------------------
 def run_paper(runs, reference):
-    errors = {}
+    """(per-trial errors, pooled errors) of the paper's method."""
     team, payload = an.paper_team(), an.paper_payload()
-    grasps = []
-    for kind, raw, mask in runs:
-        if kind == "kin":
-            T = paper_grasps(paper_series(raw, mask), reference)
-            grasps.append(T)
-            _collect(errors, grasp_errors(T, team.T_s_i))
+    series = {
+        kind: [paper_series(raw, mask) for k, raw, mask in runs if k == kind] for kind in KINDS
+    }
+    per_trial, pooled = {}, {}
+    grasps = [paper_grasps(s, reference) for s in series["kin"]]
+    for T in grasps:
+        _collect(per_trial, grasp_errors(T, team.T_s_i))
     T_mean = {
         r: sp.transform(
             Rotation.from_matrix([T[r][:3, :3] for T in grasps]).mean().as_matrix(),
@@ -194,16 +210,32 @@ def run_paper(runs, reference):
         )
         for r in team.robot_ids
     }
-    static = next((raw, mask) for kind, raw, mask in runs if kind == "static")
-    mass, com = paper_mass_com(paper_series(*static), T_mean, reference)
-    _collect(errors, payload_errors(mass, com, None, payload))
-    for kind, raw, mask in runs:
-        if kind == "inertia":
-            _, moments, _ = paper_inertia(paper_series(raw, mask), T_mean, com, reference)
-            _collect(
-                errors, payload_errors(mass, com, moments, payload), only=("Ixx", "Iyy", "Izz")
-            )
-    return errors
+    mass, com = paper_mass_com(joined(series["static"]), T_mean, reference)
+    _collect(per_trial, payload_errors(mass, com, None, payload))
+    for s in series["inertia"]:
+        _, moments, _ = paper_inertia(s, T_mean, com, reference)
+        errors = payload_errors(mass, com, moments, payload)
+        _collect(per_trial, errors, only=("Ixx", "Iyy", "Izz"))
+    T_all = paper_grasps(joined(series["kin"]), reference)
+    mass, com = paper_mass_com(joined(series["static"]), T_all, reference)
+    _, moments, _ = paper_inertia(joined(series["inertia"]), T_all, com, reference)
+    _collect(pooled, grasp_errors(T_all, team.T_s_i))
+    _collect(pooled, payload_errors(mass, com, moments, payload))
+    return per_trial, pooled
+
+
+KINDS = ("kin", "static", "inertia")
+
+
+def joined(trials):
+    """One series per robot from several trials (each filtered and differentiated alone)."""
+    fields = ("t", "T_i0_i", "V_i", "dV_i", "F_i", "g_i")
+    return {
+        r: dataclasses.replace(
+            trials[0][r], **{f: np.concatenate([getattr(s[r], f) for s in trials]) for f in fields}
+        )
+        for r in trials[0]
+    }
 
 
 def run_project(runs, reference):
@@ -279,37 +311,48 @@ def cell(values, unit, truth):
     return f"{mean:.{digits}f} ({100 * mean / truth:.3f}%)"
 
 
-def print_table(title, paper, per_trial, all_data, with_ratio):
+COLUMNS = (  # (store, header)
+    ("paper per trial", "paper per trial"),
+    ("project per trial", "project per trial"),
+    ("paper pooled", "paper pooled"),
+    ("project all data", "project all data"),
+)
+
+
+def print_table(title, stores, with_ratio):
+    """One row per paper row: reported, the four columns, and the two ratios."""
     team, payload = an.paper_team(), an.paper_payload()
     print(f"\n{title}")
-    header = (
-        f"{'row':5} {'unit':7} {'paper reported':>15} {'paper method':>19} "
-        f"{'project per trial':>19} {'project all data':>19} {'ratio':>6}"
+    header = f"{'row':5} {'unit':7} {'paper reported':>15}" + "".join(
+        f" {name:>18}" for _, name in COLUMNS
     )
+    header += f" {'all/pooled':>10} {'trial/trial':>11}"
     print(header)
     print("-" * len(header))
-    refusals = [
-        f"{row}: {store[row, REFUSED]} of {store[row, REFUSED] + len(store.get(row, []))} "
-        f"{name} estimates refused"
-        for name, store in (("per-trial", per_trial), ("all-data", all_data))
-        for row in PAPER
-        if (row, REFUSED) in store
-    ]
     for row, (reported, reported_pct) in PAPER.items():
         unit = UNITS.get(row, UNITS.get(row[0]))
         truth = truth_value(row, team, payload)
         rep = f"{reported}" + (f" ({reported_pct}%)" if reported_pct else "")
-        ratio = None
-        if with_ratio and all_data.get(row):
-            ratio = np.mean(all_data[row]) / np.mean(paper[row])
-        ratio_text = f"{ratio:.2f}" if ratio is not None else "n/a"
-        print(
-            f"{row:5} {unit:7} {rep:>15} {cell(paper.get(row), unit, truth):>19} "
-            f"{cell(per_trial.get(row), unit, truth):>19} "
-            f"{cell(all_data.get(row), unit, truth):>19} {ratio_text:>6}"
-        )
-    for line in refusals:
-        print(f"  (refused, not averaged: {line})")
+        cells = "".join(f" {cell(stores[key].get(row), unit, truth):>18}" for key, _ in COLUMNS)
+        ratios = [
+            _ratio(stores[a].get(row), stores[b].get(row)) if with_ratio else "n/a"
+            for a, b in (
+                ("project all data", "paper pooled"),
+                ("project per trial", "paper per trial"),
+            )
+        ]
+        print(f"{row:5} {unit:7} {rep:>15}{cells} {ratios[0]:>10} {ratios[1]:>11}")
+    for key, store in stores.items():
+        for row in PAPER:
+            if (row, REFUSED) in store:
+                total = store[row, REFUSED] + len(store.get(row, []))
+                print(f"  (refused, not averaged: {row}: {store[row, REFUSED]} of {total} {key})")
+
+
+def _ratio(ours, theirs):
+    if not ours or not theirs:
+        return "n/a"
+    return f"{np.mean(ours) / np.mean(theirs):.2f}"
 
 
 # ----- online ---------------------------------------------------------------------------------
@@ -436,30 +479,44 @@ def _estimate_errors_any(estimate, team, payload):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="fewer trials, for a smoke run")
     args = parser.parse_args()
     reference = "robot_1"
     print(__doc__.split("\n\n")[0])
     for k, (name, noise) in enumerate(variants().items()):
-        paper, per_trial, all_data = {}, {}, {}
+        stores = {key: {} for key, _ in COLUMNS}
+        set_aside, guided = [], []
         start = time.perf_counter()
         for rep in range(args.repetitions):
             runs = experiment(noise, seed=1000 * k + rep, quick=args.quick)
-            for key, values in run_paper(runs, reference).items():
-                paper.setdefault(key, []).extend(values)
-            trial, whole, _ = run_project(runs, reference)
-            for store, values in ((per_trial, trial), (all_data, whole)):
-                for key, v in values.items():
-                    if isinstance(v, list):
-                        store.setdefault(key, []).extend(v)
-                    else:
-                        store[key] = store.get(key, 0) + v
+            paper_trial, paper_pooled = run_paper(runs, reference)
+            project_trial, project_all, estimate = run_project(runs, reference)
+            for key, values in zip(
+                (c for c, _ in COLUMNS),
+                (paper_trial, project_trial, paper_pooled, project_all),
+                strict=True,
+            ):
+                _merge(stores[key], values)
+            set_aside.append(estimate.samples_external_wrench)
+            guided.append(sum(mask.sum() for kind, _, mask in runs if kind == "kin"))
         title = (
             f"Variant: {name}; {args.repetitions} repetitions ({time.perf_counter() - start:.0f} s)"
         )
-        print_table(title, paper, per_trial, all_data, with_ratio="offsets" not in name)
+        print_table(title, stores, with_ratio="offsets" not in name)
+        print(
+            f"  project all data set aside {np.mean(set_aside):.0f} samples per repetition for an "
+            f"external wrench (the human-guided kinematics trials hold {np.mean(guided):.0f})"
+        )
     online_table(args.quick)
+
+
+def _merge(store, values):
+    for key, value in values.items():
+        if isinstance(value, list):
+            store.setdefault(key, []).extend(value)
+        else:
+            store[key] = store.get(key, 0) + value
 
 
 if __name__ == "__main__":

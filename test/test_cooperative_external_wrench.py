@@ -21,6 +21,11 @@ from inertia_estimation_ros.core.cooperative import (
     TeamEstimator,
     estimate_offline,
 )
+from inertia_estimation_ros.core.cooperative.correlated_noise import (
+    ResidualCorrelation,
+    pooled_inflation,
+    variance_inflation,
+)
 from inertia_estimation_ros.core.cooperative.dynamics import WrenchMoments
 from inertia_estimation_ros.core.cooperative.external_wrench import SegmentStore
 from inertia_estimation_ros.sim import analytic as an
@@ -276,3 +281,28 @@ def test_external_wrench_settings_are_validated_with_the_setting_named():
     ):
         with pytest.raises(ValueError, match=name):
             EstimatorSettings(**{name: value})
+
+
+def test_residual_autocorrelation_pools_across_batches_and_segments():
+    """The inflation kappa of per-segment accumulators: one at a time, in batches, or two
+    stretches absorbed into one give the batch formula's value on the whole series."""
+    rng = np.random.default_rng(3)
+    residuals = np.cumsum(rng.normal(size=(400, 6)), axis=0) * 0.1 + rng.normal(size=(400, 6))
+    single, batches = ResidualCorrelation(30), ResidualCorrelation(30)
+    for r in residuals:
+        single.add(r)
+    batches.add_batch(residuals[:7])
+    batches.add_batch(residuals[7:150])
+    for r in residuals[150:160]:
+        batches.add(r)
+    batches.add_batch(residuals[160:])
+    expected = variance_inflation(residuals, 30)
+    assert single.inflation() == pytest.approx(expected, rel=1e-12)
+    assert batches.inflation() == pytest.approx(expected, rel=1e-12)
+    first, second = ResidualCorrelation(30), ResidualCorrelation(30)
+    first.add_batch(residuals[:200])
+    second.add_batch(residuals[200:])
+    first.absorb(second)  # lags across the seam are lost: close, not equal
+    assert first.inflation() == pytest.approx(expected, rel=0.05)
+    assert pooled_inflation([single]) == pytest.approx(expected, rel=1e-12)
+    assert pooled_inflation([ResidualCorrelation(30)]) == 1.0

@@ -34,38 +34,60 @@ def variance_inflation(residuals: np.ndarray, lags: int) -> float:
 
 
 class ResidualCorrelation:
-    """Running lagged sums sum_k r_k . r_k-l (l = 1..lags) and power sum_k |r_k|^2."""
+    """Running lagged sums sum_k r_k . r_k-l (l = 1..lags) and power sum_k |r_k|^2, with the
+    last ``lags`` residuals in a ring buffer."""
 
     def __init__(self, lags: int) -> None:
         self.lags = lags
         self.reset()
 
     def reset(self) -> None:
-        self._recent = np.zeros((0, 0))  # the last ``lags`` residuals, oldest first
+        self._buffer: np.ndarray | None = None
+        self._position = 0  # slot of the next residual
+        self._filled = 0
         self.lagged = np.zeros(self.lags)
         self.power = 0.0
         self.count = 0
 
+    def _ready(self, dimension: int) -> None:
+        if self._buffer is None or self._buffer.shape[1] != dimension:
+            self._buffer = np.zeros((self.lags, dimension))
+            self._position, self._filled = 0, 0
+
     def add(self, r: np.ndarray) -> None:
         """One residual vector."""
-        self.add_batch(np.asarray(r, dtype=float).reshape(1, -1))
+        if self.lags == 0:
+            return
+        r = np.asarray(r, dtype=float).ravel()
+        self._ready(len(r))
+        slots = np.arange(self._filled)
+        lag_of_slot = (self._position - slots - 1) % self.lags  # 0 for the newest
+        self.lagged[lag_of_slot] += self._buffer[slots] @ r
+        self.power += float(r @ r)
+        self.count += 1
+        self._buffer[self._position] = r
+        self._position = (self._position + 1) % self.lags
+        self._filled = min(self._filled + 1, self.lags)
 
     def add_batch(self, R: np.ndarray) -> None:
         """Consecutive residual vectors (Q, d), oldest first."""
         R = np.asarray(R, dtype=float).reshape(len(R), -1)
         if self.lags == 0 or len(R) == 0:
             return
-        if self._recent.shape[1:] != R.shape[1:]:
-            self._recent = np.zeros((0, R.shape[1]))
-        X = np.vstack([self._recent, R])
-        start = len(self._recent)
+        self._ready(R.shape[1])
+        recent = np.roll(self._buffer, -self._position, axis=0)[self.lags - self._filled :]
+        X = np.vstack([recent, R])
+        start = len(recent)
         for lag in range(1, self.lags + 1):
             first = max(start, lag)
             if first < len(X):
                 self.lagged[lag - 1] += np.sum(X[first:] * X[first - lag : len(X) - lag])
         self.power += float(np.sum(R * R))
         self.count += len(R)
-        self._recent = X[-self.lags :]
+        tail = X[-self.lags :]
+        self._buffer[: len(tail)] = tail
+        self._filled = len(tail)
+        self._position = len(tail) % self.lags
 
     def absorb(self, other: ResidualCorrelation) -> None:
         """Add another accumulator's sums (e.g. of an earlier stretch being merged)."""

@@ -1,6 +1,6 @@
 """Paper 000 (mocobots) reproduced: the paper's method and the project's estimator, side by side.
 
-Run: .venv/bin/python bench/bench_cooperative.py [--repetitions 3] [--quick]
+Run: .venv/bin/python bench/bench_cooperative.py [--repetitions 8] [--quick]
 
 Protocol (paper Sec. IV, notes §7): Table I team and payload, 100 Hz, rotations <= 10 deg;
 five 10 s kinematics trials, human-guided as in the paper (the robots float and carry the
@@ -32,8 +32,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+from pathlib import Path
 
 import numpy as np
+import yaml
 from scipy.spatial.transform import Rotation
 
 from inertia_estimation_ros.core import signals
@@ -50,8 +52,10 @@ from inertia_estimation_ros.core.cooperative import (
 from inertia_estimation_ros.core.cooperative import grasp_kinematics as gk
 from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.sim import analytic as an
+from inertia_estimation_ros.sim.scenario import run_scenario
 
 RATE = 100.0
+SCENARIOS = Path(__file__).resolve().parents[1] / "config" / "scenarios"
 PAIRS = (("robot_1", "robot_2"), ("robot_2", "robot_3"), ("robot_3", "robot_1"))
 PAPER = {  # Tables II-V of paper 000 (v1): mean absolute error, and percent where given
     "R12": (1.945, None),
@@ -477,9 +481,64 @@ def _estimate_errors_any(estimate, team, payload):
     )
 
 
+# ----- an unmeasured external wrench: the human-guided phase in MuJoCo -----------------------
+def human_guided_table():
+    """MuJoCo's human-guided phase (config/scenarios/test_three_gimbals.yaml: 6 s guided, two
+    holds, 12 s on spheres; noise-free sensors at 500 Hz) through both estimators."""
+    data = yaml.safe_load((SCENARIOS / "test_three_gimbals.yaml").read_text())
+    data["excitation"][0]["duration"] = 6.0
+    data["excitation"][2].update(duration=12.0, ramp=1.0)
+    run = run_scenario(data)
+    truth = run.ground_truth
+    moments = truth.payload.principal_axes()[0]
+    guided = [Recording(s, "moving") for s in run.segments("human_guided")]
+    held = [Recording(s, "static") for s in run.segments("static")]
+    sphere = [Recording(s, "moving") for s in run.segments("sphere")]
+    fast, off = EstimatorSettings(500.0), EstimatorSettings(500.0, detect_external_wrench=False)
+    cases = {
+        "offline, all recordings, detection off": (guided + held + sphere, off),
+        "offline, static + sphere recordings only": (held + sphere, fast),
+        "offline, all recordings": (guided + held + sphere, fast),
+    }
+    estimates = {k: estimate_offline(r, truth.reference_robot, c) for k, (r, c) in cases.items()}
+    force = np.linalg.norm(truth.F_human_s[:, 3:], axis=1)
+    acting = truth.time[force > 1.0]
+    decimated = {r: s.select(np.arange(len(s)) % 5 == 0) for r, s in run.series().items()}
+    sets = an.synchronized_sets(decimated)
+    after = [s for s in sets if s[truth.reference_robot].stamp > acting[-1] + 1.0]
+    for name, stream in (("all samples in time order", sets), ("from 1 s after the human", after)):
+        estimator = TeamEstimator(list(decimated), truth.reference_robot, EstimatorSettings(100.0))
+        for k, samples in enumerate(stream):
+            estimator.update(samples)
+            if k % 100 == 99:
+                estimator.estimate()
+        estimates[f"online (100 Hz), {name}"] = estimator.estimate_now()
+    phase = truth.grasps[truth.reference_robot].meta["phase"] == "human_guided"
+    print(
+        "\nAn unmeasured external wrench: MuJoCo's human-guided phase (test_three_gimbals: 6 s "
+        "guided, 2 holds, 12 s spheres)"
+    )
+    print(
+        f"  the human's force acts {acting[0]:.1f}-{acting[-1]:.1f} s, RMS "
+        f"{np.sqrt(np.mean(force[phase] ** 2)):.1f} N over the guided phase (ground truth)"
+    )
+    print(f"{'estimator':53} {'principal moments [kg m^2]':>28} {'error %':>20}  set aside")
+    print(f"{'truth':53} {np.array2string(moments, precision=4):>28}")
+    for name, estimate in estimates.items():
+        error = 100 * (estimate.principal_moments / moments - 1)
+        spans = ", ".join(
+            f"{s.samples} samples {s.start:.1f}-{s.end:.1f} s ({s.force:.0f} N)"
+            for s in estimate.external_wrench_spans
+        )
+        print(
+            f"{name:53} {np.array2string(estimate.principal_moments, precision=4):>28} "
+            f"{np.array2string(error, precision=2):>20}  {spans or '-'}"
+        )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--repetitions", type=int, default=8)
     parser.add_argument("--quick", action="store_true", help="fewer trials, for a smoke run")
     args = parser.parse_args()
     reference = "robot_1"
@@ -508,6 +567,7 @@ def main():
             f"  project all data set aside {np.mean(set_aside):.0f} samples per repetition for an "
             f"external wrench (the human-guided kinematics trials hold {np.mean(guided):.0f})"
         )
+    human_guided_table()
     online_table(args.quick)
 
 

@@ -13,6 +13,8 @@ Modules, one per stage:
 * ``payload_properties``: mass, CoM, CoM inertia and principal axes with covariances;
 * ``diagnostics``: condition numbers, unexcited axes, refusals and advice;
 * ``correlated_noise``: covariance inflation for time-correlated residuals;
+* ``external_wrench``: wrench statistics per segment; segments that an unmeasured external
+  wrench (a human hand) acted on are found and left out of mass, CoM and inertia;
 * ``estimate``: ``TeamEstimate`` (maps 1:1 to msg/PayloadEstimate) and its assembly;
 * ``online``: ``TeamEstimator``, the recursive estimator for the coordinator node;
 * ``offline``: the paper's pipeline and ``estimate_offline`` for recorded data;
@@ -22,6 +24,7 @@ Modules, one per stage:
 
 from .clock import ClockOffset, SpeedHistory, StreamingAligner, estimate_clock_offset
 from .estimate import GraspFrameEstimate, Stage, TeamEstimate
+from .external_wrench import ExternalWrenchSpan
 from .offline import Recording, estimate_offline, paper_grasps, paper_inertia, paper_mass_com
 from .online import TeamEstimator, UpdateResult
 from .settings import EstimatorSettings
@@ -29,6 +32,7 @@ from .settings import EstimatorSettings
 __all__ = [
     "ClockOffset",
     "EstimatorSettings",
+    "ExternalWrenchSpan",
     "GraspFrameEstimate",
     "Recording",
     "SpeedHistory",

@@ -148,7 +148,7 @@ def run_case(context: Context, folder: Path, rate: float, n: int, duration: floa
             "dropped_sets": dropped_sets,
         }
     finally:
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGTERM)
         try:
             process.wait(20)
         except subprocess.TimeoutExpired:

@@ -152,9 +152,9 @@ class CoordinatorProcess:
         self.process.wait(10.0)
 
     def stop(self) -> int:
-        """Ctrl-C; the exit code."""
+        """SIGTERM (as a launcher stops a node); the exit code."""
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
+            self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(15.0)
             except subprocess.TimeoutExpired:

@@ -31,10 +31,9 @@ RECORDED = (
     "/*/robot_description",
     "/payload_estimate",
     "/ground_truth/payload",
-    "/ground_truth/human_wrench",
 )
 PROGRESS_PERIOD = 5.0  # [s] wall clock between progress lines
-STOP_TIMEOUT = 10.0  # [s] for a child to end after SIGINT
+STOP_TIMEOUT = 10.0  # [s] for a child to end after SIGTERM
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -50,7 +49,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         ),
         epilog=(
             "The default scenario, paper000_demo.yaml, is paper 000's preset with shorter "
-            "trials (100 s instead of 310 s) so that the demo ends within 3 minutes on a "
+            "trials (67.5 s instead of 310 s) so that the demo ends within 3 minutes on a "
             "2-core machine; --scenario paper000_mocobots.yaml runs the full protocol.\n\n"
             "examples:\n"
             "  inertia_estimation demo                       # writes runs/demo-<time>/\n"
@@ -112,10 +111,11 @@ def start_children(graph_path: Path, log: Path) -> dict[str, subprocess.Popen]:
 
 
 def stop_children(children: dict[str, subprocess.Popen]) -> None:
-    """SIGINT to every child still running, then wait (kill after STOP_TIMEOUT)."""
+    """SIGTERM to every child still running (the nodes end cleanly on it; SIGINT may be
+    ignored when the demo runs in the background), then wait (kill after STOP_TIMEOUT)."""
     for child in children.values():
         if child.poll() is None:
-            child.send_signal(signal.SIGINT)
+            child.send_signal(signal.SIGTERM)
     for child in children.values():
         try:
             child.wait(STOP_TIMEOUT)

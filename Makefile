@@ -4,6 +4,7 @@
 #   make test    lint + the whole test suite (runs setup first)
 #   make bench   every benchmark under bench/, printing its table
 #   make demo    the main job (see README)
+#   make readme  regenerate the README's node tables from the nodes' interfaces
 #
 # Each step is stamped: a second `make setup` on an up-to-date tree only re-syncs the
 # Python sources through `cmake --install` and takes seconds.
@@ -23,7 +24,7 @@ CMAKE_ARGS := -DCMAKE_INSTALL_PREFIX=$(VENV_ABS) -DCMAKE_PREFIX_PATH=$(VENV_ABS)
 PACKAGE_SOURCES := CMakeLists.txt package.xml $(wildcard msg/*.msg cmake/*) \
 	$(shell find inertia_estimation_ros launch config rviz -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: setup test lint bench demo clean
+.PHONY: setup test lint bench demo readme clean
 
 setup: $(STAMP)/package $(STAMP)/console-scripts
 	@$(CMAKE_ENV) $(BIN)/cmake --install $(BUILD) > $(BUILD)/install.log
@@ -70,6 +71,10 @@ bench: setup
 
 demo: setup
 	$(BIN)/inertia_estimation demo
+
+readme: setup
+	$(BIN)/python -c 'import pathlib, inertia_estimation_ros.ros.nodes as n; \
+		p = pathlib.Path("README.md"); p.write_text(n.update_readme(p.read_text()))'
 
 clean:
 	rm -rf build $(VENV) *.egg-info

@@ -13,11 +13,16 @@ from rclpy.parameter import Parameter
 
 from inertia_estimation_ros.ros.graph import NodeSpec, resolve_topic
 from inertia_estimation_ros.ros.interface import QOS_NAMES, NodeInterface
-from inertia_estimation_ros.ros.nodes import node_class, node_interface, readme_tables
+from inertia_estimation_ros.ros.nodes import (
+    README_MARKERS,
+    node_class,
+    node_interface,
+    readme_tables,
+)
 from inertia_estimation_ros.ros.spin import spin_until
 
 ROOT = Path(__file__).resolve().parents[1]
-BEGIN, END = "<!-- nodes:begin -->", "<!-- nodes:end -->"
+BEGIN, END = README_MARKERS
 # Every rclpy node has these; NodeInterfaces list the node's own.
 STANDARD_TOPICS = {"/rosout", "/parameter_events"}
 STANDARD_SERVICES = {
@@ -35,10 +40,7 @@ def test_readme_node_tables_are_current():
     text = (ROOT / "README.md").read_text()
     current = text[text.index(BEGIN) + len(BEGIN) : text.index(END)].strip()
     expected = readme_tables().strip()
-    assert current == expected, (
-        f"README.md's node tables are out of date: replace the text between {BEGIN} and {END} "
-        f"with\n\n{expected}\n"
-    )
+    assert current == expected, "README.md's node tables are out of date: run `make readme`"
 
 
 def declared(interface: NodeInterface, spec: NodeSpec, entries: str) -> dict[str, str]:

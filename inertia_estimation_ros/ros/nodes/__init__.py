@@ -46,3 +46,14 @@ def node_interface(executable: str) -> NodeInterface:
 def readme_tables() -> str:
     """The README's node tables (between its ``<!-- nodes:begin -->`` and ``end`` markers)."""
     return "\n".join(markdown(node_interface(executable)) for executable in sorted(NODES))
+
+
+README_MARKERS = ("<!-- nodes:begin -->", "<!-- nodes:end -->")
+
+
+def update_readme(text: str) -> str:
+    """``text`` (the README) with the tables between ``README_MARKERS`` regenerated."""
+    begin, end = README_MARKERS
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n\n{readme_tables()}\n\n{end}{tail}"

@@ -53,7 +53,7 @@ def play_and_record(bag, out, rate: float, loop_passes: int = 1):
     context = Context()
     rclpy.init(context=context)
     recorder = BagRecorder(out, ["/robot_*", "/clock"], context=context)
-    group = NodeGroup([recorder], context).start()
+    group = NodeGroup([recorder], context, "single").start()  # see BagRecorder
     player_node = Node("player", context=context)
     player = BagPlayer(player_node, bag, REPLAYED, rate=rate, loop=loop_passes > 1)
     stop = threading.Event()

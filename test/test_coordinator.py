@@ -24,7 +24,6 @@ from inertia_estimation_ros.ros.payload_visualization import (
     payload_transforms,
 )
 
-
 # The team data stamp on clocks 23 and -31 ms apart (coordinator_data.CLOCK_OFFSETS) unless
 # ``offsets=False``; the pipeline aligns them only when asked to (the default trusts one clock).
 ALIGNING = PipelineSettings(estimate_clock_offsets=True)

@@ -170,7 +170,7 @@ def run_graph(
     sim_time = [Parameter("use_sim_time", value=True)]
     recorder = BagRecorder(out / "bag", recorded, context=context, parameter_overrides=sim_time)
     monitor = DemoMonitor(context=context)
-    group = NodeGroup([recorder, monitor], context).start()
+    group = NodeGroup([recorder, monitor], context, "single").start()  # see BagRecorder
     children = start_children(graph_path, out / "graph.log")
     final = None
     try:

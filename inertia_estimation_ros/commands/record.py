@@ -82,7 +82,7 @@ def record(
         context=context,
         parameter_overrides=[Parameter("use_sim_time", value=use_sim_time)],
     )
-    group = NodeGroup([recorder], context).start()
+    group = NodeGroup([recorder], context, "single").start()  # see BagRecorder
     try:
         group.wait(duration)
     except KeyboardInterrupt:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from geometry_msgs.msg import Accel, Pose, Twist, Wrench
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from scipy.spatial.transform import Rotation
 
 from inertia_estimation_ros.core import spatial
 from inertia_estimation_ros.core.inertial import InertialParameters
@@ -54,6 +56,18 @@ def test_pose_quaternion_is_xyzw():
     msg.orientation.z, msg.orientation.w = np.sin(np.pi / 4), np.cos(np.pi / 4)
     R = cv.pose_matrix(msg)[:3, :3]
     assert np.allclose(R @ [1, 0, 0], [0, 1, 0])
+
+
+def test_quaternions_match_scipy_and_a_zero_one_is_refused():
+    rng = np.random.default_rng(6)
+    msg = Pose()
+    for q in rng.normal(size=(20, 4)):  # unnormalized on purpose
+        o = msg.orientation
+        o.x, o.y, o.z, o.w = q
+        np.testing.assert_allclose(cv.rotation(o), Rotation.from_quat(q).as_matrix(), atol=1e-14)
+    msg.orientation.w = msg.orientation.x = msg.orientation.y = msg.orientation.z = 0.0
+    with pytest.raises(ValueError, match="quaternion is zero"):
+        cv.pose_matrix(msg)
 
 
 def test_covariance_blocks_swap():

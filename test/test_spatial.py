@@ -57,6 +57,24 @@ def test_exp_log_match_pinocchio():
         assert np.allclose(sp.log6(T), xi)
 
 
+def test_rotation_exp_log_match_pinocchio_from_zero_to_pi():
+    """Rodrigues and its inverse (closed form, scipy within 1e-3 of pi) on both sides of
+    each branch's threshold."""
+    rng = np.random.default_rng(5)
+    angles = [0.0, 1e-9, 9.9e-7, 1.01e-6, 1e-3, 0.5, 2.0, np.pi - 1.01e-3, np.pi - 0.99e-3]
+    for angle in angles + [np.pi - 1e-7]:
+        axis = rng.normal(size=3)
+        phi = angle * axis / np.linalg.norm(axis)
+        R = sp.exp3(phi)
+        np.testing.assert_allclose(R, pin.exp3(phi), atol=1e-14)
+        np.testing.assert_allclose(sp.rotation_angle(R), angle, atol=1e-12)
+        if angle in angles:  # at pi - 1e-7, pinocchio's log3 loses half the digits
+            np.testing.assert_allclose(sp.log3(R), pin.log3(R), atol=1e-12)
+            np.testing.assert_allclose(sp.log3(R), phi, atol=1e-12)
+        else:
+            np.testing.assert_allclose(np.abs(sp.log3(R)), np.abs(phi), atol=1e-9)
+
+
 @given(vec6, vec6, vec6)
 def test_power_is_frame_independent(xi, V_b, F_b):
     """F_b . V_b = F_a . V_a: the defining property of the adjoint/co-adjoint pair."""

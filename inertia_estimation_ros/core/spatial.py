@@ -108,7 +108,7 @@ def vee(M: ArrayLike) -> np.ndarray:
 
 def _left_jacobian_so3(phi: np.ndarray) -> np.ndarray:
     """G(theta) of Modern Robotics Eq. 3.86 in rotation-vector form (the SO(3) left Jacobian)."""
-    angle = np.linalg.norm(phi)
+    angle = float(np.sqrt(phi @ phi))
     K = skew(phi)
     if angle < 1e-6:
         return np.eye(3) + 0.5 * K + K @ K / 6.0
@@ -119,19 +119,42 @@ def _left_jacobian_so3(phi: np.ndarray) -> np.ndarray:
     )
 
 
+def exp3(phi: ArrayLike) -> np.ndarray:
+    """R = exp([phi]) for a rotation vector phi (Rodrigues, Modern Robotics Eq. 3.51)."""
+    phi = np.asarray(phi, dtype=float)
+    angle = float(np.sqrt(phi @ phi))
+    K = skew(phi)
+    if angle < 1e-6:
+        return np.eye(3) + K + 0.5 * K @ K
+    return np.eye(3) + np.sin(angle) / angle * K + (1.0 - np.cos(angle)) / angle**2 * K @ K
+
+
+def log3(R: ArrayLike) -> np.ndarray:
+    """The rotation vector phi of R, |phi| in [0, pi] (Modern Robotics Algorithm 3.1); a
+    slightly non-orthogonal R counts by its nearest rotation. Closed form, except within 1e-3
+    rad of pi, where the axis is better taken from the orthogonalized matrix (scipy)."""
+    R = np.asarray(R, dtype=float)
+    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])  # 2 sin(a) axis
+    angle = float(np.arccos(np.clip(0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0), -1.0, 1.0)))
+    if angle > np.pi - 1e-3:
+        return Rotation.from_matrix(R).as_rotvec()
+    if angle < 1e-6:
+        return 0.5 * (1.0 + angle**2 / 6.0) * w
+    return 0.5 * angle / np.sin(angle) * w
+
+
 def exp6(V: ArrayLike) -> np.ndarray:
     """exp([V]) in SE(3) for an exponential-coordinate 6-vector (omega*theta, v*theta)."""
     V = np.asarray(V, dtype=float)
-    R = Rotation.from_rotvec(V[:3]).as_matrix()
-    return transform(R, _left_jacobian_so3(V[:3]) @ V[3:])
+    return transform(exp3(V[:3]), _left_jacobian_so3(V[:3]) @ V[3:])
 
 
 def log6(T: ArrayLike) -> np.ndarray:
     """The exponential coordinates (omega*theta, v*theta) of T, the inverse of exp6."""
-    phi = Rotation.from_matrix(T[:3, :3]).as_rotvec()
+    phi = log3(T[:3, :3])
     return np.concatenate([phi, np.linalg.solve(_left_jacobian_so3(phi), T[:3, 3])])
 
 
 def rotation_angle(R: ArrayLike) -> float:
     """The angle [rad] of a rotation matrix, in [0, pi]."""
-    return float(np.linalg.norm(Rotation.from_matrix(R).as_rotvec()))
+    return float(np.linalg.norm(log3(R)))

@@ -43,8 +43,19 @@ def to_vector3(x: np.ndarray) -> Vector3:
 
 
 def rotation(q: Quaternion) -> np.ndarray:
-    """R from a geometry_msgs quaternion (x, y, z, w); normalizes it."""
-    return Rotation.from_quat([q.x, q.y, q.z, q.w]).as_matrix()
+    """R from a geometry_msgs quaternion (x, y, z, w); normalizes it. ValueError if it is
+    zero; NaN stays NaN (the pipeline refuses non-finite values)."""
+    norm = np.sqrt(q.x**2 + q.y**2 + q.z**2 + q.w**2)
+    if norm == 0.0:
+        raise ValueError("the orientation quaternion is zero")
+    x, y, z, w = np.array([q.x, q.y, q.z, q.w]) / norm
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
 
 
 def to_quaternion(R: np.ndarray) -> Quaternion:

@@ -97,6 +97,7 @@ class TeamPublisher:
             for r in ROBOTS
         }
         self.published = 0
+        self.passes = 0  # complete passes through ``messages`` (each one a clock jump back)
         self.stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -111,7 +112,7 @@ class TeamPublisher:
             if k == len(self.messages):
                 if not self.loop:
                     return
-                k, start = 0, time.monotonic()
+                k, start, self.passes = 0, time.monotonic(), self.passes + 1
             delay = start + k / (100.0 * SPEED) - time.monotonic()
             if delay > 0:
                 time.sleep(delay)

@@ -143,6 +143,7 @@ def test_a_coordinator_killed_mid_run_and_started_again_recovers(tmp_path, graph
         assert wait_for(lambda: listener.estimates[-1].grasps_valid, SLOW)
         first.kill()
         listener.estimates.clear()
+        passes = publisher.passes
         second = CoordinatorProcess(tmp_path)
 
         def recovered() -> bool:
@@ -150,7 +151,8 @@ def test_a_coordinator_killed_mid_run_and_started_again_recovers(tmp_path, graph
 
         assert wait_for(recovered, SLOW)
         assert listener.estimates[0].stage == PayloadEstimate.STAGE_WAITING  # a clean start
-        assert listener.value("estimate", "restarts") == "0"
+        # No state inherited; restarts only where the looping stream jumped back meanwhile.
+        assert int(listener.value("estimate", "restarts")) <= publisher.passes - passes
     finally:
         publisher.join()
         assert second.stop() == 0

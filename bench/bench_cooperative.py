@@ -527,7 +527,8 @@ def human_guided_table():
     for name, estimate in estimates.items():
         error = 100 * (estimate.principal_moments / moments - 1)
         spans = ", ".join(
-            f"{s.samples} samples {s.start:.1f}-{s.end:.1f} s ({s.force:.0f} N)"
+            f"{s.samples} samples {s.start:.1f}-{s.end:.1f} s "
+            + ("(size not determined)" if np.isnan(s.force) else f"({s.force:.0f} N)")
             for s in estimate.external_wrench_spans
         )
         print(

@@ -103,8 +103,7 @@ class WrenchSegment:
         """Merge another segment of the same group (and verdict) into this one."""
         n, m = self.samples, other.samples
         for name in ("external_force", "external_moment"):
-            rms = np.sqrt((n * getattr(self, name) ** 2 + m * getattr(other, name) ** 2) / (n + m))
-            setattr(self, name, float(rms))
+            setattr(self, name, merged_rms(n, getattr(self, name), m, getattr(other, name)))
         self.moments = self.moments + other.moments
         self.correlation.absorb(other.correlation)
         self.start, self.end = min(self.start, other.start), max(self.end, other.end)
@@ -232,7 +231,7 @@ class Judgement:
 
     used: np.ndarray  # (J,) bool, in the order of the segments judged
     step: np.ndarray  # (J,) 0: used; else the judging step (1, 2, 3) that set it aside
-    external_force: np.ndarray  # (J,) RMS external force beyond the noise [N]
+    external_force: np.ndarray  # (J,) RMS external force beyond the noise [N]; NaN: unsized
     external_moment: np.ndarray  # (J,) RMS external moment about {s} beyond the noise [N m]
     static_reference: bool = False  # static holds gave the noise level of dynamic segments
 
@@ -446,6 +445,7 @@ class _Evaluation:
     severity: np.ndarray  # (J,) T_j / threshold_j
     force: np.ndarray  # (J,) external force beyond the noise [N]
     moment: np.ndarray  # (J,) [N m]
+    sized: np.ndarray  # (J,) bool: force and moment well above the reference's uncertainty
 
 
 def _evaluate(view: _View, used: np.ndarray, settings: EstimatorSettings) -> _Evaluation:
@@ -479,7 +479,14 @@ def _evaluate(view: _View, used: np.ndarray, settings: EstimatorSettings) -> _Ev
     moment = np.sqrt(np.maximum(power_m - noise_m, 0.0)) * view.rows[0]
     floor_force, floor_moment = _floors(view, theta[:4], settings)  # params start with m, h
     relevant = (force > floor_force) | (moment > floor_moment)
-    return _Evaluation(theta, (T > threshold) & relevant, T / threshold, force, moment)
+    # What the reference's own uncertainty (t noise units over n r) adds to the residual: a
+    # size is stated when it exceeds twice that, so that the hand, not a reference fitted
+    # on too little data, makes it.
+    spread = t.clip(0) / (view.n * r)
+    sized = (force >= 2 * np.sqrt(spread * noise_f.clip(0)) * view.rows[3]) & (
+        moment >= 2 * np.sqrt(spread * noise_m.clip(0)) * view.rows[0]
+    )
+    return _Evaluation(theta, (T > threshold) & relevant, T / threshold, force, moment, sized)
 
 
 def _set_level(level: _Level, view: _View, fitted: np.ndarray, basis: np.ndarray) -> None:
@@ -664,8 +671,8 @@ def judge_segments(
     return Judgement(
         used,
         step,
-        np.where(used, 0.0, report.force),
-        np.where(used, 0.0, report.moment),
+        np.where(used, 0.0, np.where(report.sized, report.force, np.nan)),
+        np.where(used, 0.0, np.where(report.sized, report.moment, np.nan)),
         holds is not None,
     )
 
@@ -742,6 +749,15 @@ def _provisional_fit(
 
 
 # ----- reporting ----------------------------------------------------------------------------
+def merged_rms(n: int, x: float, m: int, y: float) -> float:
+    """The RMS of n values of RMS x and m of RMS y; an unsized (NaN) part is left out."""
+    if not np.isfinite(x):
+        return float(y)
+    if not np.isfinite(y):
+        return float(x)
+    return float(np.sqrt((n * x**2 + m * y**2) / (n + m)))
+
+
 @dataclass(frozen=True)
 class ExternalWrenchSpan:
     """A stretch of time in which an unmeasured external wrench acted on the payload; its
@@ -750,8 +766,8 @@ class ExternalWrenchSpan:
     start: float  # [s] first sample (the reference robot's clock)
     end: float  # [s] last sample
     samples: int
-    force: float  # RMS external force beyond the noise [N]
-    moment: float  # RMS external moment about {s} beyond the noise [N m]
+    force: float  # RMS external force beyond the noise [N]; NaN: not determined yet
+    moment: float  # RMS external moment about {s} beyond the noise [N m]; NaN: likewise
 
 
 def external_wrench_spans(
@@ -764,11 +780,9 @@ def external_wrench_spans(
         if out and s.start - out[-1].end <= gap:
             last = out.pop()
             n = last.samples + s.samples
-            force = np.sqrt((last.samples * last.force**2 + s.samples * s.external_force**2) / n)
-            moment = np.sqrt((last.samples * last.moment**2 + s.samples * s.external_moment**2) / n)
-            s_span = ExternalWrenchSpan(
-                last.start, max(last.end, s.end), n, float(force), float(moment)
-            )
+            force = merged_rms(last.samples, last.force, s.samples, s.external_force)
+            moment = merged_rms(last.samples, last.moment, s.samples, s.external_moment)
+            s_span = ExternalWrenchSpan(last.start, max(last.end, s.end), n, force, moment)
         else:
             s_span = ExternalWrenchSpan(
                 s.start, s.end, s.samples, s.external_force, s.external_moment
@@ -784,15 +798,19 @@ def _rounded(x: float) -> str:
 
 def external_wrench_advice(spans: Sequence[ExternalWrenchSpan], listed: int = 3) -> list[str]:
     """One sentence per span (the ``listed`` longest), e.g. 'an external wrench of about 12 N
-    acted on the payload during 3.1-13.0 s (a human hand?); ...'."""
+    acted on the payload during 3.1-13.0 s (a human hand?); ...'; without a size where the
+    judgement could not tell it from the uncertainty of what it was judged against."""
     longest = sorted(spans, key=lambda s: -s.samples)[:listed]
     out = []
     for span in sorted(longest, key=lambda s: s.start):
-        size = f"about {_rounded(span.force)} N"
-        if span.moment > 0:
-            size += f" and {_rounded(span.moment)} N m"
+        if not np.isfinite(span.force + span.moment):
+            what = "an external wrench (size not determined yet)"
+        else:
+            what = f"an external wrench of about {_rounded(span.force)} N"
+            if span.moment > 0:
+                what += f" and {_rounded(span.moment)} N m"
         out.append(
-            f"an external wrench of {size} acted on the payload during {span.start:.1f}-"
+            f"{what} acted on the payload during {span.start:.1f}-"
             f"{span.end:.1f} s (a human hand?); those samples are not used for mass, CoM "
             "and inertia"
         )

@@ -22,9 +22,11 @@ new noise and new calibration errors.
   inertia from the holds and one inertia trial.
 
 Errors are mean absolute errors over trials and repetitions ("paper reported": Tables II-V).
-Ratios: project all data / paper pooled (like for like, the primary one) and project per
-trial / paper per trial. Then the online estimator: per-sample update cost for N = 3, 8, 16,
-and convergence time.
+"Bound (CRB)": the Cramer-Rao bound of the all-data mass, CoM and principal moments (see
+``bound_errors``): the smallest mean absolute error any unbiased estimator can have on this
+data. Ratios: project all data / paper pooled (like for like, the primary one), project per
+trial / paper per trial, and project all data / bound. Then the online estimator:
+per-sample update cost for N = 3, 8, 16, and convergence time.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from inertia_estimation_ros.core.cooperative import (
 )
 from inertia_estimation_ros.core.cooperative import grasp_kinematics as gk
 from inertia_estimation_ros.core.inertial import InertialParameters
+from inertia_estimation_ros.core.regressor import body_regressor
 from inertia_estimation_ros.sim import analytic as an
 from inertia_estimation_ros.sim.scenario import run_scenario
 
@@ -86,7 +89,8 @@ def variants() -> dict[str, an.NoiseModel]:
 
 # ----- data -----------------------------------------------------------------------------------
 def record(team, payload, motion, duration, keep, noise, errors, rng, external=None):
-    """Raw measured series over [0, duration), and the kept sample mask."""
+    """Raw measured series over [0, duration), the kept sample mask, and (motion, the kept
+    true times) for the information bound."""
     t = np.arange(0.0, duration, 1.0 / RATE)
     internal = an.squeeze_forces(team, 20.0)
     sim = an.simulate(
@@ -100,7 +104,7 @@ def record(team, payload, motion, duration, keep, noise, errors, rng, external=N
         rng=rng,
         external=external,
     )
-    return sim.measured, keep(t)
+    return sim.measured, keep(t), (motion, t[keep(t)])
 
 
 def paper_series(raw, mask):
@@ -201,7 +205,7 @@ def run_paper(runs, reference):
     """(per-trial errors, pooled errors) of the paper's method."""
     team, payload = an.paper_team(), an.paper_payload()
     series = {
-        kind: [paper_series(raw, mask) for k, raw, mask in runs if k == kind] for kind in KINDS
+        kind: [paper_series(raw, mask) for k, raw, mask, _ in runs if k == kind] for kind in KINDS
     }
     per_trial, pooled = {}, {}
     grasps = [paper_grasps(s, reference) for s in series["kin"]]
@@ -247,7 +251,7 @@ def run_project(runs, reference):
     recordings = {
         kind: [
             Recording(project_series(raw, mask), "static" if kind == "static" else "moving")
-            for k, raw, mask in runs
+            for k, raw, mask, _ in runs
             if k == kind
         ]
         for kind in ("kin", "static", "inertia")
@@ -303,6 +307,47 @@ def _collect(store, values, only=None):
                 store.setdefault(key, []).append(float(value))
 
 
+# ----- the information bound ------------------------------------------------------------------
+def bound_errors(runs, noise):
+    """Cramer-Rao bound on the all-data errors of mass, CoM and principal moments, as the mean
+    absolute errors an efficient unbiased estimator would have. A lower bound for this data:
+    exact kinematics and grasps, only the white force noise; internal forces unknown (only the
+    net wrench informs); the guided trials left out (their human wrench is unmeasured).
+    Unconstrained: where J > 0 is nearly active (this frame is flat, lambda_min(J) is about 2
+    sigma from 0), a consistent estimator may beat it."""
+    team, payload = an.paper_team(), an.paper_payload()
+    n = len(team.robot_ids)
+    G_f = team.grasp_map()[:, [6 * k + j for k in range(n) for j in (3, 4, 5)]]
+    noise_information = np.linalg.inv(noise.force_std**2 * G_f @ G_f.T)
+    information = np.zeros((10, 10))
+    for kind, _, _, (motion, t) in runs:
+        if kind != "kin":
+            T_w_s, V_s, dV_s = motion.evaluate(t)
+            g_s = np.einsum("kji,j->ki", T_w_s[:, :3, :3], an.GRAVITY_W)
+            Y = body_regressor(V_s, dV_s, g_s)
+            information += np.einsum("kia,ij,kjb->ab", Y, noise_information, Y)
+    C = _propagate(np.linalg.inv(information), payload.vec)
+    draws = np.random.default_rng(0).multivariate_normal(np.zeros(3), C[1:4, 1:4], 20000)
+    half_normal = np.sqrt(2.0 / np.pi * np.diag(C))
+    return {
+        "mass": half_normal[0],
+        "p1c": float(np.mean(np.linalg.norm(draws, axis=1))),
+        **dict(zip(("Ixx", "Iyy", "Izz"), half_normal[4:], strict=True)),
+    }
+
+
+def _propagate(C_theta, theta, step=1e-6):
+    """Covariance of (mass, CoM, principal moments ascending) from that of theta."""
+
+    def quantities(vec):
+        body = InertialParameters(vec)
+        return np.r_[body.mass, body.com, body.principal_axes()[0]]
+
+    J = np.array([quantities(theta + step * e) - quantities(theta - step * e) for e in np.eye(10)])
+    J = J.T / (2 * step)
+    return J @ C_theta @ J.T
+
+
 # ----- tables ---------------------------------------------------------------------------------
 def cell(values, unit, truth):
     """Mean of the values, and its percentage of the true magnitude where it has one."""
@@ -320,6 +365,7 @@ COLUMNS = (  # (store, header)
     ("project per trial", "project per trial"),
     ("paper pooled", "paper pooled"),
     ("project all data", "project all data"),
+    ("bound", "bound (CRB)"),
 )
 
 
@@ -330,7 +376,7 @@ def print_table(title, stores, with_ratio):
     header = f"{'row':5} {'unit':7} {'paper reported':>15}" + "".join(
         f" {name:>18}" for _, name in COLUMNS
     )
-    header += f" {'all/pooled':>10} {'trial/trial':>11}"
+    header += f" {'all/pooled':>10} {'trial/trial':>11} {'all/bound':>9}"
     print(header)
     print("-" * len(header))
     for row, (reported, reported_pct) in PAPER.items():
@@ -343,9 +389,10 @@ def print_table(title, stores, with_ratio):
             for a, b in (
                 ("project all data", "paper pooled"),
                 ("project per trial", "paper per trial"),
+                ("project all data", "bound"),
             )
         ]
-        print(f"{row:5} {unit:7} {rep:>15}{cells} {ratios[0]:>10} {ratios[1]:>11}")
+        print(f"{row:5} {unit:7} {rep:>15}{cells} {ratios[0]:>10} {ratios[1]:>11} {ratios[2]:>9}")
     for key, store in stores.items():
         for row in PAPER:
             if (row, REFUSED) in store:
@@ -552,14 +599,15 @@ def main():
             runs = experiment(noise, seed=1000 * k + rep, quick=args.quick)
             paper_trial, paper_pooled = run_paper(runs, reference)
             project_trial, project_all, estimate = run_project(runs, reference)
+            bound = {row: [value] for row, value in bound_errors(runs, noise).items()}
             for key, values in zip(
                 (c for c, _ in COLUMNS),
-                (paper_trial, project_trial, paper_pooled, project_all),
+                (paper_trial, project_trial, paper_pooled, project_all, bound),
                 strict=True,
             ):
                 _merge(stores[key], values)
             set_aside.append(estimate.samples_external_wrench)
-            guided.append(sum(mask.sum() for kind, _, mask in runs if kind == "kin"))
+            guided.append(sum(mask.sum() for kind, _, mask, _ in runs if kind == "kin"))
         title = (
             f"Variant: {name}; {args.repetitions} repetitions ({time.perf_counter() - start:.0f} s)"
         )

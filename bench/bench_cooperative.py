@@ -52,6 +52,7 @@ from inertia_estimation_ros.core.cooperative import (
     paper_mass_com,
 )
 from inertia_estimation_ros.core.cooperative import grasp_kinematics as gk
+from inertia_estimation_ros.core.cooperative.dynamics import WrenchMoments
 from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.core.regressor import body_regressor
 from inertia_estimation_ros.sim import analytic as an
@@ -316,9 +317,9 @@ def bound_errors(runs, noise):
     Unconstrained: where J > 0 is nearly active (this frame is flat, lambda_min(J) is about 2
     sigma from 0), a consistent estimator may beat it."""
     team, payload = an.paper_team(), an.paper_payload()
-    n = len(team.robot_ids)
-    G_f = team.grasp_map()[:, [6 * k + j for k in range(n) for j in (3, 4, 5)]]
-    noise_information = np.linalg.inv(noise.force_std**2 * G_f @ G_f.T)
+    torque = [team.has_torque(r) for r in team.robot_ids]
+    A_f, _ = WrenchMoments.empty(team.robot_ids, torque).noise_structure(team.T_s_i)
+    noise_information = np.linalg.inv(noise.force_std**2 * A_f)
     information = np.zeros((10, 10))
     for kind, _, _, (motion, t) in runs:
         if kind != "kin":

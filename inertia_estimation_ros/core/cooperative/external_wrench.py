@@ -232,7 +232,7 @@ class Judgement:
     used: np.ndarray  # (J,) bool, in the order of the segments judged
     step: np.ndarray  # (J,) 0: used; else the judging step (1, 2, 3) that set it aside
     external_force: np.ndarray  # (J,) RMS external force beyond the noise [N]; NaN: unsized
-    external_moment: np.ndarray  # (J,) RMS external moment about {s} beyond the noise [N m]
+    external_moment: np.ndarray  # (J,) RMS external moment about {s} [N m]; NaN: unsized
     static_reference: bool = False  # static holds gave the noise level of dynamic segments
 
 

@@ -68,7 +68,9 @@ def test_triangle_inequality_case_from_the_lmi_notes():
 
 
 # ----- the worked cases of the LMI notes (Sec. 6.2) -------------------------------------
-# theta, semi-consistent (I > 0, paper 003 Def. 4), consistent (J > 0, Thm. 3), min eig J.
+# theta, semi-consistent (I > 0, paper 003 Def. 4), strictly consistent (J > 0, Thm. 3),
+# min eig J. Under the one tolerance rule the thin plate (J >= 0, singular: realizable as a
+# measure) is consistent; strictly (rtol 0, a positive margin) it is not.
 NOTES_CASES = {
     "box": ([2, 0.2, 0, 0, 0.002083, 0, 0, 0.035417, 0, 0.036667], True, True, 4.17e-4),
     "sphere": ([1, 0, 0, 0, 0.004, 0, 0, 0.004, 0, 0.004], True, True, 0.002),
@@ -87,7 +89,8 @@ def test_worked_cases_of_the_lmi_notes(name):
     theta, semi, consistent, min_eig = NOTES_CASES[name]
     body = InertialParameters(theta)
     assert body.consistency_margin() == pytest.approx(min_eig, abs=2e-3 * max(abs(min_eig), 1e-3))
-    assert body.is_consistent() is consistent
+    assert body.is_consistent(margin=1e-12, rtol=0.0) is consistent
+    assert body.is_consistent() is (consistent or name == "thin plate")
     assert body.is_semi_consistent(tol=1e-12 if body.mass > 0 else 0.0) is semi
     # pin.PseudoInertia and rigeo (test-only oracles) agree on J and on the verdict.
     pseudo = pin.PseudoInertia.FromDynamicParameters(body.to_pinocchio()).toMatrix()

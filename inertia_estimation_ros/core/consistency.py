@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 
-from .inertial import InertialParameters
+from .inertial import InertialParameters, meets_bound
 
 SOLVERS = (cp.CLARABEL, cp.SCS)
 # J(e_k) for the unit vectors of theta: J(theta) = sum_k theta_k PSEUDO_INERTIA_BASIS[k].
@@ -119,8 +119,8 @@ def solve_checked(
 ) -> tuple[np.ndarray, str]:
     """Solve with each solver in turn; return (J value, solver) for the first certified result.
 
-    A result counts only if the solver reports success and J's smallest eigenvalue
-    really is at least ``margin`` (minus a tolerance of 1e-9 of J's scale). With
+    A result counts only if the solver reports success and J >= margin 1 holds under
+    the one tolerance rule (``core.inertial.meets_bound``). With
     ``violation_tol``, every other constraint of the problem (e.g. shape-realizability
     LMIs) must also hold to within ``violation_tol`` times J's scale (``worst_violation``).
     """
@@ -129,7 +129,7 @@ def solve_checked(
         if J.value is None:
             return f"status {problem.status}"
         eig = np.linalg.eigvalsh(0.5 * (J.value + J.value.T))
-        if eig[0] < margin - 1e-9 * max(abs(eig[-1]), 1e-12):
+        if not meets_bound(J.value, margin):
             return f"returned min eig(J) {eig[0]:.3e} < margin {margin:.3e}"
         tol = None if violation_tol is None else violation_tol * max(abs(eig[-1]), 1e-12)
         if tol is not None and (violation := worst_violation(problem)) > tol:
@@ -156,7 +156,7 @@ def project_to_consistent(
         raise ValueError("theta_hat has NaN or Inf entries")
     margin = default_margin(theta_hat) if margin is None else margin
     params = InertialParameters(theta_hat)
-    if params.consistency_margin() >= margin:
+    if params.is_consistent(margin):
         return Projection(params, moved=False, distance=0.0, solver="")
     W = np.eye(10) if weight is None else 0.5 * (weight + weight.T)
     W = W / max(np.trace(W) / 10.0, 1e-300)  # scale-free objective for the solver

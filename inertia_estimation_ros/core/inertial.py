@@ -12,8 +12,17 @@ The same body has the 4x4 pseudo-inertia (paper 003, Def. 7)
 theta, transforms as ``J_a = T_a_b J_b T_a_b^T``, and the body is physically
 consistent iff ``J > 0`` (paper 003, Thm. 3).
 
-Other orderings appear only in the explicit converters below (Pinocchio) and in
+Other orderings appear only in the named converters below (``PARAMETER_ORDERS``,
+``InertialParameters.from_vector`` / ``to_vector``) and in
 ``inertia_estimation_ros.ros.conversions`` (geometry_msgs/Inertia).
+
+**One tolerance rule** decides every consistency check of the package
+(``is_consistent``, the SDPs' certificates, shapes' ``can_realize``): a condition
+"J >= B" holds when ``J - B + rtol m diag(r^2, r^2, r^2, 1) >= 0``, with
+``rtol = CONSISTENCY_RTOL`` (1e-8, the accuracy of the interior-point solvers), m the
+mass and r the body's RMS radius about the origin (r^2 = tr(Sigma) / m). The slack is
+thus a relative 1e-8 of each block of J in its own units (kg, kg m, kg m^2), so the
+rule means the same for a 9 g ruler and a 20 kg box.
 """
 
 from __future__ import annotations
@@ -27,8 +36,48 @@ from .spatial import skew, transform
 INERTIA_INDEX = {"xx": (0, 0), "xy": (0, 1), "xz": (0, 2), "yy": (1, 1), "yz": (1, 2), "zz": (2, 2)}
 PARAMETER_NAMES = ("m", "hx", "hy", "hz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
 _UPPER = [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)]
-# theta index of Pinocchio's dynamic parameters [m, mc, Ixx, Ixy, Iyy, Ixz, Iyz, Izz].
-_PINOCCHIO_ORDER = np.array([0, 1, 2, 3, 4, 5, 7, 6, 8, 9])
+CONSISTENCY_RTOL = 1e-8
+
+# The parameter orders users meet, as the names of their entries (m, h = m c, and the
+# rotational inertia about the frame origin as matrix entries, Ixy = -integral(x y rho)).
+PARAMETER_ORDERS: dict[str, tuple[str, ...]] = {
+    # Paper 003 Eq. 2, Atkeson, An and Hollerbach 1986, rigeo's InertialParameters.vec,
+    # and this package: the upper triangle of I row by row.
+    "paper": PARAMETER_NAMES,
+    "atkeson": PARAMETER_NAMES,
+    "rigeo": PARAMETER_NAMES,
+    # pin.Inertia.toDynamicParameters() and Pinocchio's joint torque regressor.
+    "pinocchio": ("m", "hx", "hy", "hz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz"),
+    # Lee, Wensing and Park (T-RO 2020), their Geometric-Robot-DynID code
+    # (inertiaVecToPinertia.m): diagonal first.
+    "lee_wensing_park": ("m", "hx", "hy", "hz", "Ixx", "Iyy", "Izz", "Ixy", "Iyz", "Ixz"),
+}
+
+
+def _order_index(order: str) -> np.ndarray:
+    """theta index of each entry of a vector in ``order`` (a key of PARAMETER_ORDERS)."""
+    if order not in PARAMETER_ORDERS:
+        raise ValueError(f"unknown parameter order {order!r}; known: {sorted(PARAMETER_ORDERS)}")
+    return np.array([PARAMETER_NAMES.index(name) for name in PARAMETER_ORDERS[order]])
+
+
+def consistency_slack(J: np.ndarray, rtol: float = CONSISTENCY_RTOL) -> np.ndarray:
+    """rtol m diag(r^2, r^2, r^2, 1), r^2 = tr(Sigma)/m: the tolerance of the one rule.
+
+    ``J`` is a 4x4 pseudo-inertia; a check "J >= B" passes when J - B + slack >= 0.
+    """
+    m = max(float(J[3, 3]), 0.0)
+    r2 = float(np.trace(J[:3, :3])) / m if m > 0 else 0.0
+    return rtol * m * np.diag([max(r2, 0.0)] * 3 + [1.0])
+
+
+def meets_bound(
+    J: np.ndarray, bound: np.ndarray | float = 0.0, rtol: float = CONSISTENCY_RTOL
+) -> bool:
+    """Whether J >= bound (a scalar times 1, or a 4x4 matrix) under the one tolerance rule."""
+    J = 0.5 * (np.asarray(J, dtype=float) + np.asarray(J, dtype=float).T)
+    B = bound * np.eye(4) if np.ndim(bound) == 0 else np.asarray(bound, dtype=float)
+    return bool(np.linalg.eigvalsh(J - B + consistency_slack(J, rtol))[0] >= 0.0)
 
 
 def inertia_vector(I: np.ndarray) -> np.ndarray:
@@ -87,11 +136,20 @@ class InertialParameters:
         return cls.from_pseudo_inertia(J)
 
     @classmethod
+    def from_vector(cls, values: np.ndarray, order: str) -> InertialParameters:
+        """From 10 values in a named order (``PARAMETER_ORDERS``: "paper", "atkeson",
+        "rigeo", "pinocchio", "lee_wensing_park")."""
+        values = np.asarray(values, dtype=float)
+        if values.shape != (10,):
+            raise ValueError(f"a parameter vector has 10 entries, got shape {values.shape}")
+        vec = np.empty(10)
+        vec[_order_index(order)] = values
+        return cls(vec)
+
+    @classmethod
     def from_pinocchio(cls, dynamic_parameters: np.ndarray) -> InertialParameters:
         """From ``pin.Inertia.toDynamicParameters()``: [m, mc, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]."""
-        vec = np.empty(10)
-        vec[_PINOCCHIO_ORDER] = np.asarray(dynamic_parameters, dtype=float)
-        return cls(vec)
+        return cls.from_vector(dynamic_parameters, "pinocchio")
 
     # ----- views ------------------------------------------------------------
     @property
@@ -139,9 +197,13 @@ class InertialParameters:
             R[:, 2] *= -1.0
         return moments, R
 
+    def to_vector(self, order: str) -> np.ndarray:
+        """The 10 values in a named order (``PARAMETER_ORDERS``), inverse of ``from_vector``."""
+        return self.vec[_order_index(order)].copy()
+
     def to_pinocchio(self) -> np.ndarray:
         """Pinocchio's dynamic parameters [m, mc, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]."""
-        return self.vec[_PINOCCHIO_ORDER].copy()
+        return self.to_vector("pinocchio")
 
     def inertia_about(self, p_b_q: np.ndarray) -> np.ndarray:
         """Rotational inertia about the point q (given in {b}), {b} axes (paper 003, Eq. 8)."""
@@ -171,9 +233,14 @@ class InertialParameters:
         """Smallest eigenvalue of the pseudo-inertia J [kg m^2]; > 0 iff fully consistent."""
         return float(np.linalg.eigvalsh(self.pseudo_inertia)[0])
 
-    def is_consistent(self, margin: float = 0.0) -> bool:
-        """J(theta) > margin (paper 003, Thm. 3): m > 0, CoM inertia > 0, triangle inequalities."""
-        return self.consistency_margin() > margin
+    def is_consistent(self, margin: float = 0.0, rtol: float = CONSISTENCY_RTOL) -> bool:
+        """m > 0 and J(theta) >= margin 1 under the one tolerance rule (module docstring).
+
+        Paper 003, Thm. 3: J > 0 iff m > 0, CoM inertia > 0 and the triangle inequalities
+        hold. Within the tolerance, degenerate bodies (rods, plates: realizable as
+        measures) count as consistent; ask ``margin > 0`` for a strictly positive J.
+        """
+        return self.mass > 0 and meets_bound(self.pseudo_inertia, margin, rtol)
 
     def satisfies_triangle_inequalities(self, tol: float = 0.0) -> bool:
         """J1 + J2 >= J3 and permutations for the principal moments (paper 003, Eq. 9)."""

@@ -12,12 +12,14 @@ Where each method lives:
 * ``shape_prior``: the project's method (``ShapePriorIdentification``), which combines
   them: a shape-based density prior, bias-compensated noise-weighted data, and the LMIs;
 * ``metrics``: paper 001 Eqs. 10-12 and the Riemannian distance;
+* ``conventions``: which sign, order and frame conventions the user's data follow;
 * ``composite_object``: paper 001's modular test object, for tests and benchmarks.
 
 The regressor itself is ``core.regressor``; the LMI builders ``core.consistency``.
 """
 
 from .composite_object import CONFIGURATIONS, CompositeObject, composite_object, outer_shell
+from .conventions import Convention, ConventionDiagnosis, diagnose_conventions
 from .least_squares import (
     ExcitationError,
     RecursiveTotalLeastSquares,
@@ -32,7 +34,7 @@ from .point_masses import (
     full_model_weight,
     point_mass_basis,
 )
-from .sdp import ConsistentIdentification, SdpResult
+from .sdp import ConsistentIdentification, MarginActiveWarning, SdpResult
 from .shape_prior import ShapePriorIdentification
 from .shapes import Box, ConvexPolyhedron, Cylinder, Ellipsoid, Shape, ShapeUnion, voxel_centres
 
@@ -41,10 +43,13 @@ __all__ = [
     "Box",
     "CompositeObject",
     "ConsistentIdentification",
+    "Convention",
+    "ConventionDiagnosis",
     "ConvexPolyhedron",
     "Cylinder",
     "Ellipsoid",
     "ExcitationError",
+    "MarginActiveWarning",
     "PointMassDiscretization",
     "RecursiveTotalLeastSquares",
     "RegressionData",
@@ -54,6 +59,7 @@ __all__ = [
     "ShapeUnion",
     "com_errors",
     "composite_object",
+    "diagnose_conventions",
     "dynamism",
     "full_model_weight",
     "inertia_errors",

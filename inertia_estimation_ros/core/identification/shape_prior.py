@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import eigvalsh
 
-from ..inertial import InertialParameters
+from ..inertial import InertialParameters, meets_bound
 from ..regressor import body_regressor
 from .least_squares import RegressionData, check_gravity_load, checked_samples, gravity_load
 from .point_masses import point_mass_basis
@@ -53,11 +53,12 @@ class ShapePriorIdentification:
         bias_compensation: bool = True,
         density_spread: float = 0.5,
         cell: float = PMD_CELL,
-        margin: float = 1e-7,
+        margin: float | None = None,
         realizable: bool = True,
     ) -> None:
         """``wrench_std`` (6,): noise of (moment, force); ``twist_derivative_std`` (6,):
-        errors of dV = (alpha, dv); ``density_spread`` s and ``cell`` [m] set the prior."""
+        errors of dV = (alpha, dv); ``density_spread`` s and ``cell`` [m] set the prior;
+        ``margin`` is ``ConsistentIdentification``'s."""
         self.wrench_std = _positive_vector(wrench_std, "wrench_std")
         self.twist_derivative_std = (
             np.zeros(6)
@@ -109,10 +110,10 @@ class ShapePriorIdentification:
         if self.n_samples == 0:
             raise ValueError("no data: add samples first")
         prior, covariance = self.prior()
-        if prior.consistency_margin() <= self.sdp.margin:
+        if not meets_bound(prior.pseudo_inertia, self.sdp.margin_bound(prior)):
             raise ValueError(
-                f"margin {self.sdp.margin:.1e} exceeds the smallest pseudo-inertia eigenvalue of"
-                f" the uniform body ({prior.consistency_margin():.1e}): lower the margin"
+                f"the margin exceeds the smallest pseudo-inertia eigenvalue of the uniform"
+                f" body ({prior.consistency_margin():.1e}): lower the margin"
             )
         M = np.linalg.inv(covariance + 1e-12 * np.trace(covariance) * np.eye(10))
         u = _DV_DIRECTIONS @ prior.vec  # (6 error directions, 6 components)

@@ -140,8 +140,10 @@ class _Realizable(ABC):
         return float(t.value)
 
     def can_realize(self, params: InertialParameters, tol: float = 1e-5) -> bool:
-        """J > 0 and the realizability conditions hold to within tol of the mass (the solver
-        tolerance: point masses on the boundary make the LMIs singular)."""
+        """Consistent (``is_consistent``: the one tolerance rule of ``core.inertial``) and the
+        realizability conditions hold to within tol of the mass: a margin computed by a
+        solver is only known to the solver's accuracy (point masses on the boundary make
+        the LMIs singular), which tol covers; SDP results are certified to 1e-6."""
         if not params.is_consistent():
             return False
         return self.realizability_margin(params) >= -tol * params.mass
@@ -233,10 +235,17 @@ def _moved(T_a_b: np.ndarray, p_b: np.ndarray) -> np.ndarray:
 
 
 def _pose(R_b_s: np.ndarray | None, p_b_s: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    R = np.eye(3) if R_b_s is None else np.asarray(R_b_s, dtype=float)
+    """(R, p) with R a rotation: any orthonormal basis is accepted, and one with det -1
+    (as ``eigh`` returns half of the time) has its last axis flipped, which leaves these
+    shapes, symmetric about their own axes, unchanged."""
+    R = np.eye(3) if R_b_s is None else np.array(R_b_s, dtype=float)
     p = np.zeros(3) if p_b_s is None else np.asarray(p_b_s, dtype=float)
-    if not np.allclose(R.T @ R, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0:
-        raise ValueError("R_b_s must be a rotation matrix")
+    if R.shape != (3, 3) or not np.allclose(R.T @ R, np.eye(3), atol=1e-9):
+        raise ValueError("R_b_s must be an orthonormal 3x3 basis (columns: the shape's axes)")
+    if p.shape != (3,) or not np.all(np.isfinite(p)):
+        raise ValueError(f"p_b_s must be a finite 3-vector, got {p}")
+    if np.linalg.det(R) < 0:
+        R[:, 2] *= -1.0
     return R, p
 
 
@@ -263,10 +272,54 @@ class Ellipsoid(Shape):
         self.A = _affine(self.semi_axes, self.R_b_s, self.p_b_s)
         self.polys = (_UnitBall((0, 1, 2)),)
 
+    @classmethod
+    def from_matrix(cls, Q: np.ndarray) -> Ellipsoid:
+        """The ellipsoid {x : [x; 1]^T Q [x; 1] >= 0} of a 4x4 Q (paper 003, Thm. 4).
+
+        Q is defined up to a positive factor; its 3x3 block must be negative definite
+        and the set must have an interior.
+        """
+        Q = np.asarray(Q, dtype=float)
+        if Q.shape != (4, 4) or not np.all(np.isfinite(Q)):
+            raise ValueError(f"Q must be a finite 4x4 matrix, got shape {Q.shape}")
+        Q = 0.5 * (Q + Q.T)
+        A, q = -Q[:3, :3], Q[:3, 3]
+        if np.linalg.eigvalsh(A)[0] <= 0:
+            raise ValueError(
+                "Q's 3x3 block must be negative definite: [x; 1]^T Q [x; 1] >= 0 inside,"
+                " so Q = [[-P, P c], [c^T P, 1 - c^T P c]] up to a positive factor"
+            )
+        center = np.linalg.solve(A, q)
+        factor = Q[3, 3] + center @ A @ center  # Q = factor [[-P, P c], [c^T P, 1 - c^T P c]]
+        if not factor > 0:
+            raise ValueError("Q describes an empty set or a point: [c; 1]^T Q [c; 1] <= 0")
+        return cls.from_shape_matrix(center, np.linalg.inv(A / factor))
+
+    @classmethod
+    def from_shape_matrix(cls, center: np.ndarray, shape_matrix: np.ndarray) -> Ellipsoid:
+        """{x : (x - c)^T Q_s^-1 (x - c) <= 1} for a positive definite Q_s (paper 003, Eq. 21)."""
+        Qs = np.asarray(shape_matrix, dtype=float)
+        if Qs.shape != (3, 3) or not np.all(np.isfinite(Qs)):
+            raise ValueError(f"the shape matrix must be a finite 3x3 matrix, got {Qs.shape}")
+        squares, R = np.linalg.eigh(0.5 * (Qs + Qs.T))
+        if squares[0] <= 0:
+            raise ValueError("the shape matrix must be positive definite")
+        return cls(np.sqrt(squares), R, center)
+
     @property
     def Q(self) -> np.ndarray:
         """Q with [x; 1]^T Q [x; 1] >= 0 inside (paper 003, Thm. 4)."""
         return self.A.T @ self.polys[0].Q @ self.A
+
+    @property
+    def shape_matrix(self) -> np.ndarray:
+        """Q_s = R diag(a^2) R^T of paper 003, Eq. 21."""
+        return self.R_b_s @ np.diag(self.semi_axes**2) @ self.R_b_s.T
+
+    def realizability_margin(self, params: InertialParameters) -> float:
+        """min(lambda_min(J_u), Tr(J_u Q_u)) in canonical coordinates [kg], closed form."""
+        Jc = self.A @ params.pseudo_inertia @ self.A.T
+        return float(min(np.linalg.eigvalsh(Jc)[0], np.trace(self.polys[0].Q @ Jc)))
 
     def aabb(self) -> tuple[np.ndarray, np.ndarray]:
         half = np.sqrt((self.R_b_s**2) @ self.semi_axes**2)

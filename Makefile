@@ -5,6 +5,7 @@
 #   make bench   every benchmark under bench/, printing its table
 #   make demo    the main job (see README)
 #   make readme  regenerate the README's node tables from the nodes' interfaces
+#   make docs    the API reference of the core and the simulator (pdoc) into build/docs
 #
 # Each step is stamped: a second `make setup` on an up-to-date tree only re-syncs the
 # Python sources through `cmake --install` and takes seconds.
@@ -24,7 +25,7 @@ CMAKE_ARGS := -DCMAKE_INSTALL_PREFIX=$(VENV_ABS) -DCMAKE_PREFIX_PATH=$(VENV_ABS)
 PACKAGE_SOURCES := CMakeLists.txt package.xml $(wildcard msg/*.msg cmake/*) \
 	$(shell find inertia_estimation_ros launch config rviz -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: setup test lint bench demo readme clean
+.PHONY: setup test lint bench demo readme docs clean
 
 setup: $(STAMP)/package $(STAMP)/console-scripts
 	@$(CMAKE_ENV) $(BIN)/cmake --install $(BUILD) > $(BUILD)/install.log
@@ -75,6 +76,12 @@ demo: setup
 readme: setup
 	$(BIN)/python -c 'import pathlib, inertia_estimation_ros.ros.nodes as n; \
 		p = pathlib.Path("README.md"); p.write_text(n.update_readme(p.read_text()))'
+
+# The docstrings' cross-references are checked by test/test_docs.py (part of make test).
+docs: setup
+	PDOC_ALLOW_EXEC=1 $(BIN)/pdoc --docformat markdown -o build/docs \
+		inertia_estimation_ros.core inertia_estimation_ros.sim '!inertia_estimation_ros.sim.gazebo'
+	@echo "API reference: build/docs/index.html; guide: docs/core-without-ros.md"
 
 clean:
 	rm -rf build $(VENV) *.egg-info

@@ -1,0 +1,98 @@
+"""The documentation's references resolve (issue 19, item 8): every ``core.x.y`` or
+``inertia_estimation_ros.x.y`` a docstring of the core or the simulator names exists,
+and docs/ pages link only to files that exist. ``make docs`` renders the API reference."""
+
+from __future__ import annotations
+
+import importlib
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "inertia_estimation_ros"
+REFERENCE = re.compile(r"``((?:inertia_estimation_ros\.|core\.|sim\.)[A-Za-z_][\w.]*)``")
+LIBRARY = tuple(
+    f"inertia_estimation_ros/core/{name}"
+    for name in ("inertial.py", "consistency.py", "regressor.py", "spatial.py", "identification/")
+)
+CLASS_NAME = re.compile(r"``([A-Z][a-z]+[A-Z]\w*)(?:\.(\w+))?``")  # ``ClassName`` or ``.method``
+
+
+def _resolve(name: str) -> bool:
+    if not name.startswith("inertia_estimation_ros."):
+        name = f"inertia_estimation_ros.{name}"
+    parts = name.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:split]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[split:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def _references() -> list[tuple[str, str]]:
+    found = []
+    for folder in ("core", "sim"):
+        for path in sorted((PACKAGE / folder).rglob("*.py")):
+            for name in REFERENCE.findall(path.read_text()):
+                found.append((str(path.relative_to(ROOT)), name.rstrip(".")))
+    return found
+
+
+def test_docstring_references_resolve():
+    references = _references()
+    assert len(references) > 10
+    broken = [f"{path}: {name}" for path, name in references if not _resolve(name)]
+    assert not broken, "broken references:\n" + "\n".join(broken)
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "docs").glob("*.md")), ids=lambda p: p.name)
+def _modules() -> dict[str, object]:
+    modules = {}
+    for folder in ("core", "sim"):
+        for path in sorted((PACKAGE / folder).rglob("*.py")):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            if name != "inertia_estimation_ros.sim.topics":  # the message boundary
+                modules[str(path.relative_to(ROOT))] = importlib.import_module(name)
+    return modules
+
+
+def test_class_references_resolve():
+    """``ClassName`` and ``ClassName.member`` in a docstring of the identification library
+    name a class of the core or the simulator that has that member."""
+    modules = _modules()
+    classes = {
+        name: value
+        for module in modules.values()
+        for name, value in vars(module).items()
+        if isinstance(value, type)
+    }
+    broken, checked = [], 0
+    for path in modules:
+        if not path.startswith(LIBRARY):
+            continue
+        for name, member in CLASS_NAME.findall((ROOT / path).read_text()):
+            checked += 1
+            fields = getattr(classes.get(name), "__dataclass_fields__", {})
+            if name not in classes or (
+                member and not hasattr(classes[name], member) and member not in fields
+            ):
+                broken.append(f"{path}: {name}{'.' + member if member else ''}")
+    assert checked > 10
+    assert not broken, "broken references:\n" + "\n".join(broken)
+
+
+def test_docs_pages_link_to_existing_files(page):
+    for target in re.findall(r"\]\(([^)#:]+)\)", page.read_text()):
+        assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
+    for path in re.findall(
+        r"`((?:test|bench|docs|inertia_estimation_ros)/[\w/.-]+)`", page.read_text()
+    ):
+        assert (ROOT / path).exists(), f"{page.name} names missing {path}"

@@ -105,7 +105,8 @@ class ShapePriorIdentification:
         """The MAP estimate; raises ConsistencyError if no solver certifies it.
 
         ``refinements`` unconstrained passes first re-estimate each wrench component's
-        noise from its residuals; the last pass is the SDP.
+        noise from the residuals of the data's own fit (not the prior's misfit); the last
+        pass is the SDP.
         """
         if self.n_samples == 0:
             raise ValueError("no data: add samples first")
@@ -120,12 +121,20 @@ class ShapePriorIdentification:
         variance = self.wrench_std**2 + self.twist_derivative_std**2 @ u**2
         dof = max(self.n_samples - 10 / 6, 1.0)
         for _ in range(refinements):
-            L, b = self._posterior(prior, M, variance)
-            theta = np.linalg.solve(L.T, np.linalg.solve(L, b))
+            # The residual of the data's own fit (a vanishing prior): the prior's misfit
+            # is not noise, and counting it would make a wrong prior ever more trusted.
+            theta = self._data_fit(variance)
             residual = np.array([c.residual_norm(theta) ** 2 for c in self.components])
             variance = np.maximum(variance, residual / dof)
         L, b = self._posterior(prior, M, variance)
         return self.sdp.solve(RegressionData.from_rows(L.T, np.linalg.solve(L, b))).params
+
+    def _data_fit(self, variance: np.ndarray) -> np.ndarray:
+        """theta of the noise-weighted data alone (least squares, minimum norm)."""
+        weights = 1.0 / np.sqrt(variance)
+        R = np.vstack([w * c.R for w, c in zip(weights, self.components, strict=True)])
+        theta, *_ = np.linalg.lstsq(R[:, :-1], R[:, -1], rcond=None)
+        return theta
 
     def _posterior(
         self, prior: InertialParameters, M: np.ndarray, variance: np.ndarray

@@ -284,7 +284,7 @@ def test_a_small_thin_ruler_is_identified_and_a_too_large_margin_warns():
 
 
 # ----- item 10: the noise re-estimation does not count the prior's misfit as noise ----
-def test_refinements_leave_noise_free_data_alone_under_a_wrong_prior():
+def test_noise_free_data_need_no_noise_floor_and_refinements_leave_them_alone():
     """An L-square inside its loose bounding box: the uniform box is a wrong prior. Noise-free
     data have no noise to find; re-estimating it from the MAP's residuals (the prior's
     misfit) used to make every refinement worse (mass 0.123, 0.112, 0.105 kg for 0, 1, 3)."""
@@ -302,3 +302,10 @@ def test_refinements_leave_noise_free_data_alone_under_a_wrong_prior():
     estimator.add(V, dV, g, body_regressor(V, dV, g) @ truth.vec)
     masses = [_solve_quietly(estimator, refinements=k).mass for k in (0, 1, 3)]
     assert masses == pytest.approx([masses[0]] * 3, rel=1e-6)
+    # A zero noise std is allowed: the data then outweigh the wrong prior.
+    exact = ShapePriorIdentification(bounding_box, np.zeros(6), cell=0.01)
+    exact.add(V, dV, g, body_regressor(V, dV, g) @ truth.vec)
+    estimate = _solve_quietly(exact)
+    assert estimate.mass == pytest.approx(truth.mass, rel=1e-4)
+    assert np.allclose(estimate.com, truth.com, atol=1e-5)
+    assert np.allclose(estimate.inertia_about_com, truth.inertia_about_com, atol=1e-6)

@@ -120,7 +120,7 @@ def test_streaming_equals_batch(estimator):
 
 def test_bad_input_is_refused(estimator):
     with pytest.raises(ValueError, match="wrench_std"):
-        ShapePriorIdentification(SHELL, np.zeros(6))
+        ShapePriorIdentification(SHELL, -np.ones(6))
     estimator.reset()
     with pytest.raises(ValueError, match="no data"):
         estimator.solve()

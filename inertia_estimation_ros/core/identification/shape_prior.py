@@ -56,10 +56,10 @@ class ShapePriorIdentification:
         margin: float | None = None,
         realizable: bool = True,
     ) -> None:
-        """``wrench_std`` (6,): noise of (moment, force); ``twist_derivative_std`` (6,):
-        errors of dV = (alpha, dv); ``density_spread`` s and ``cell`` [m] set the prior;
-        ``margin`` is ``ConsistentIdentification``'s."""
-        self.wrench_std = _positive_vector(wrench_std, "wrench_std")
+        """``wrench_std`` (6,): noise of (moment, force), 0 for noise-free data;
+        ``twist_derivative_std`` (6,): errors of dV = (alpha, dv); ``density_spread`` s
+        and ``cell`` [m] set the prior; ``margin`` is ``ConsistentIdentification``'s."""
+        self.wrench_std = _positive_vector(wrench_std, "wrench_std", allow_zero=True)
         self.twist_derivative_std = (
             np.zeros(6)
             if twist_derivative_std is None
@@ -118,7 +118,9 @@ class ShapePriorIdentification:
             )
         M = np.linalg.inv(covariance + 1e-12 * np.trace(covariance) * np.eye(10))
         u = _DV_DIRECTIONS @ prior.vec  # (6 error directions, 6 components)
-        variance = self.wrench_std**2 + self.twist_derivative_std**2 @ u**2
+        variance = np.maximum(
+            self.wrench_std**2 + self.twist_derivative_std**2 @ u**2, self._variance_floor()
+        )
         dof = max(self.n_samples - 10 / 6, 1.0)
         for _ in range(refinements):
             # The residual of the data's own fit (a vanishing prior): the prior's misfit
@@ -128,6 +130,12 @@ class ShapePriorIdentification:
             variance = np.maximum(variance, residual / dof)
         L, b = self._posterior(prior, M, variance)
         return self.sdp.solve(RegressionData.from_rows(L.T, np.linalg.solve(L, b))).params
+
+    def _variance_floor(self) -> np.ndarray:
+        """(1e-6 RMS of each wrench component)^2: noise-free data (std 0) need no made-up
+        noise, and the data then outweigh the prior wherever they determine theta."""
+        rms2 = np.array([c.column_norms()[-1] ** 2 / max(c.n_rows, 1) for c in self.components])
+        return np.maximum(1e-12 * rms2, 1e-300)
 
     def _data_fit(self, variance: np.ndarray) -> np.ndarray:
         """theta of the noise-weighted data alone (least squares, minimum norm)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
 from inertia_estimation_ros.core.identification import (
     Box,
@@ -77,6 +78,20 @@ def test_a_sign_check_on_the_gravity_load_cannot_tell_what_the_fit_can():
     assert as_given.relative_residual > 10 * diagnosis.fits[0].relative_residual
     data = RegressionData.from_rows(body_regressor(V, dV, g), F)
     assert not least_squares(data).is_consistent()
+
+
+def test_data_in_world_axes_are_recognised_given_the_orientations():
+    V, dV, g, F = _package_samples(3)
+    R_w_b = Rotation.random(len(V), random_state=4).as_matrix()
+    in_world = [
+        np.concatenate([R_w_b @ x[:, :3, None], R_w_b @ x[:, 3:, None]], axis=1)[..., 0]
+        for x in (V, dV, F)
+    ]
+    g_world = np.einsum("kij,kj->ki", R_w_b, g)
+    diagnosis = diagnose_conventions(in_world[0], in_world[1], g_world, in_world[2], R_w_b)
+    assert diagnosis.best == Convention(frame="world") and diagnosis.clear
+    with pytest.raises(ValueError, match="R_w_b"):
+        diagnose_conventions(V, dV, g, F, R_w_b[:3])
 
 
 def test_malformed_samples_get_a_clear_error():

@@ -9,7 +9,9 @@ draws each one):
 * dV is the **spatial** (body-twist) derivative: its linear part is d/dt of v in {b},
   not the classical acceleration a = dv/dt + omega x v of the frame's origin;
 * g is **gravity** (-9.81 m/s^2 along world z, in {b}), not an accelerometer's specific
-  force, which points up.
+  force, which points up;
+* everything is expressed in the **sensor frame** {b}; with the sensor's orientations
+  R_w_b given, data in world axes are recognised too.
 
 Flipping a sign alone cannot be seen in a least-squares residual (Y theta = -F is fit
 by -theta just as well), so each reading is judged by the best *physically consistent*
@@ -45,11 +47,23 @@ class Convention:
     order: str = "angular_first"
     acceleration: str = "spatial"
     gravity: str = "gravity"
+    frame: str = "sensor"
 
     def to_package(
-        self, V: np.ndarray, dV: np.ndarray, g: np.ndarray, F: np.ndarray
+        self,
+        V: np.ndarray,
+        dV: np.ndarray,
+        g: np.ndarray,
+        F: np.ndarray,
+        R_w_b: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(V, dV, g, F) in the package's conventions, read as this convention says."""
+        """(V, dV, g, F) in the package's conventions, read as this convention says
+        (``R_w_b`` (K, 3, 3), the sensor's orientations, for frame="world")."""
+        if self.frame == "world":
+            if R_w_b is None:
+                raise ValueError("frame='world' needs the sensor's orientations R_w_b")
+            V, dV, F = (_rotated_pairs(R_w_b, x) for x in (V, dV, F))
+            g = np.einsum("kji,kj->ki", R_w_b, g)
         if self.order == "linear_first":
             V, dV, F = (np.roll(x, 3, axis=-1) for x in (V, dV, F))
         if self.acceleration == "classical":  # a = dv/dt + omega x v
@@ -61,7 +75,15 @@ class Convention:
         return V, dV, g, F
 
     def __str__(self) -> str:
-        return ", ".join(f"{key}={getattr(self, key)}" for key in CHOICES)
+        return ", ".join(f"{key}={getattr(self, key)}" for key in (*CHOICES, "frame"))
+
+
+def _rotated_pairs(R_w_b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Both 3-vector halves of each row, from world into sensor axes (R_w_b^T x)."""
+    return np.concatenate(
+        [np.einsum("kji,kj->ki", R_w_b, x[:, :3]), np.einsum("kji,kj->ki", R_w_b, x[:, 3:])],
+        axis=1,
+    )
 
 
 @dataclass(frozen=True)
@@ -104,24 +126,41 @@ class ConventionDiagnosis:
 
 
 def diagnose_conventions(
-    V: np.ndarray, dV: np.ndarray, g: np.ndarray, F: np.ndarray
+    V: np.ndarray,
+    dV: np.ndarray,
+    g: np.ndarray,
+    F: np.ndarray,
+    R_w_b: np.ndarray | None = None,
 ) -> ConventionDiagnosis:
-    """Fit samples (K, 6), (K, 6), (K, 3), (K, 6) under every convention of ``CHOICES``.
+    """Fit samples (K, 6), (K, 6), (K, 3), (K, 6) under every convention of ``CHOICES``,
+    in sensor axes and, given the sensor's orientations ``R_w_b`` (K, 3, 3), in world axes.
 
     Raises ValueError for malformed samples. A reading whose data do not determine the
     parameters gets an infinite residual.
     """
     V, dV, g, F = checked_samples(V, dV, g, F)
+    if R_w_b is not None:
+        R_w_b = np.asarray(R_w_b, dtype=float)
+        if R_w_b.shape != (len(V), 3, 3) or not np.all(np.isfinite(R_w_b)):
+            raise ValueError(f"R_w_b must be finite ({len(V)}, 3, 3), got {R_w_b.shape}")
+    frames = ("sensor",) if R_w_b is None else ("sensor", "world")
     fits = [
-        _fit(Convention(*choice), V, dV, g, F) for choice in itertools.product(*CHOICES.values())
+        _fit(Convention(*choice, frame=frame), V, dV, g, F, R_w_b)
+        for choice in itertools.product(*CHOICES.values())
+        for frame in frames
     ]
     return ConventionDiagnosis(sorted(fits, key=lambda fit: fit.relative_residual))
 
 
 def _fit(
-    convention: Convention, V: np.ndarray, dV: np.ndarray, g: np.ndarray, F: np.ndarray
+    convention: Convention,
+    V: np.ndarray,
+    dV: np.ndarray,
+    g: np.ndarray,
+    F: np.ndarray,
+    R_w_b: np.ndarray | None,
 ) -> ConventionFit:
-    V, dV, g, F = convention.to_package(V, dV, g, F)
+    V, dV, g, F = convention.to_package(V, dV, g, F, R_w_b)
     data = RegressionData.from_rows(body_regressor(V, dV, g), F)
     norm = max(float(np.linalg.norm(F)), 1e-300)
     try:

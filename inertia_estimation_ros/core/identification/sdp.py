@@ -169,9 +169,10 @@ class ConsistentIdentification:
         if regularizer == "entropic":
             self._gamma = cp.Parameter(nonneg=True)
             self._P = [cp.Parameter((4, 4), symmetric=True) for _ in range(n_bodies)]
+            # log det J = log det X + const: the scaled X keeps the log-det cone well posed.
             objective = cp.sum_squares(residual) + sum(
-                -self._gamma * cp.log_det(J) + cp.trace(P @ J)
-                for J, P in zip(self._J, self._P, strict=True)
+                -self._gamma * cp.log_det(X) + cp.trace(P @ J)
+                for X, J, P in zip(self._X, self._J, self._P, strict=True)
             )
         self._margin_over_scale = cp.Parameter(nonneg=True)
         self._scale_value = 1.0

@@ -39,7 +39,12 @@ from ...msg import GraspState, PayloadEstimate
 from ..conversions import grasp_sample, to_payload_estimate
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare
-from ..payload_visualization import payload_markers, payload_transforms
+from ..payload_visualization import (
+    PayloadFrames,
+    payload_markers,
+    payload_static_transforms,
+    payload_transforms,
+)
 from ..runtime import LEVELS, run_executable
 
 INBOX_LIMIT = 100_000  # messages waiting for the worker; more are dropped and counted
@@ -51,6 +56,7 @@ GRASP_QOS = QoSProfile(
 )
 SOLVE_SHARE = 0.25  # solves take at most this share of the worker's time
 _DEFAULTS = PipelineSettings()
+_FRAMES = PayloadFrames()
 
 INTERFACE = NodeInterface(
     executable="coordinator_node",
@@ -59,8 +65,9 @@ INTERFACE = NodeInterface(
         "`GraspState`, refuses and counts bad samples, estimates the clock offsets, aligns "
         "the samples on the reference robot's time base, runs the team estimator "
         "(`core/team_pipeline.py`, `core/cooperative/`), and publishes the estimate "
-        "(latched), TF from the reference grasp frame {s} to every other grasp frame and to "
-        "the principal axes, RViz markers and diagnostics. A robot that stops publishing is "
+        "(latched), TF under frames of its own (`payload` on the reference grasp frame {s}, "
+        "the estimated grasp frames and the principal axes under it), RViz markers and "
+        "diagnostics. A robot that stops publishing is "
         "an ERROR; grasp kinematics goes on among the others. Phases are detected from the "
         "signals."
     ),
@@ -75,7 +82,14 @@ INTERFACE = NodeInterface(
             "/tf",
             "tf2_msgs/msg/TFMessage",
             "reliable",
-            "{s} to every other grasp frame and to `principal_axes_frame` at the CoM",
+            "`payload_frame` to every robot's estimated grasp frame (`payload_grasp_frame`) and "
+            "to `principal_axes_frame` at the CoM",
+        ),
+        Topic(
+            "/tf_static",
+            "tf2_msgs/msg/TFMessage",
+            "latched",
+            "the reference robot's grasp frame {s} to `payload_frame` (the identity)",
         ),
         Topic(
             "~/markers",
@@ -125,10 +139,25 @@ INTERFACE = NodeInterface(
             nonempty=True,
         ),
         Param(
+            "payload_frame",
+            "string",
+            _FRAMES.payload,
+            "TF frame of the payload, child of the reference grasp frame {s} and equal to it",
+            nonempty=True,
+        ),
+        Param(
+            "payload_grasp_frame",
+            "string",
+            _FRAMES.grasp,
+            "TF frame of each robot's grasp as estimated, child of `payload_frame`; {robot} "
+            "stands for its id (not the robots' own grasp frames: those have their parents)",
+            nonempty=True,
+        ),
+        Param(
             "principal_axes_frame",
             "string",
-            "payload/principal_axes",
-            "TF frame of the principal axes at the CoM",
+            _FRAMES.principal_axes,
+            "TF frame of the principal axes at the CoM, child of `payload_frame`",
             nonempty=True,
         ),
         Param(
@@ -261,8 +290,17 @@ class CoordinatorNode(Node):
         self.params = p = declare(self, INTERFACE.parameters)
         self.pipeline = self._pipeline(p)
         self.settings = self.pipeline.settings
+        self.frames = self._frames(p)
         self._estimates = self.create_publisher(PayloadEstimate, "payload_estimate", LATCHED_QOS)
         self._tf = self.create_publisher(TFMessage, "/tf", RELIABLE_QOS)
+        self._tf_static = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
+        self._tf_static.publish(
+            payload_static_transforms(
+                self.settings.frame_of(self.pipeline.reference_id),
+                self.frames,
+                self.get_clock().now().to_msg(),
+            )
+        )
         self._markers = self.create_publisher(MarkerArray, "~/markers", RELIABLE_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         self._inbox: deque = deque()
@@ -290,6 +328,27 @@ class CoordinatorNode(Node):
                 f"{self.get_fully_qualified_name()}: {error} (parameters robots = {robots}, "
                 f"reference_robot = {p.reference_robot!r})"
             ) from None
+
+    def _frames(self, p: SimpleNamespace) -> PayloadFrames:
+        """The estimate's TF frames; refused if one would give a robot's frame a second parent."""
+        frames = PayloadFrames(p.payload_frame, p.payload_grasp_frame, p.principal_axes_frame)
+        where = f"{self.get_fully_qualified_name()}: parameter"
+        if "{robot}" not in frames.grasp:
+            raise ParameterError(
+                f"{where} payload_grasp_frame = {frames.grasp!r} must contain {{robot}}, "
+                f"e.g. {_FRAMES.grasp!r}"
+            )
+        robot_frames = {self.settings.frame_of(r) for r in self.pipeline.robot_ids}
+        ours = [frames.payload, frames.principal_axes]
+        ours += [frames.grasp_of(r) for r in self.pipeline.robot_ids]
+        taken = sorted(robot_frames & set(ours))
+        if taken or len(set(ours)) < len(ours):
+            raise ParameterError(
+                f"{where}s payload_frame, payload_grasp_frame and principal_axes_frame name "
+                f"{ours}: they must be distinct and none a robot's own grasp frame {taken} "
+                "(robot_state_publisher gives those their parents)"
+            )
+        return frames
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -401,7 +460,7 @@ class CoordinatorNode(Node):
     def _publish(self, estimate: TeamEstimate) -> None:
         frame_of = self.settings.frame_of
         self._estimates.publish(to_payload_estimate(estimate, frame_of))
-        transforms = payload_transforms(estimate, frame_of, self.params.principal_axes_frame)
+        transforms = payload_transforms(estimate, self.frames)
         if transforms.transforms:
             self._tf.publish(transforms)
         self._markers.publish(

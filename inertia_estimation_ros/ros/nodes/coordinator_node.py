@@ -248,8 +248,8 @@ INTERFACE = NodeInterface(
             "robot_timeout",
             "double",
             _DEFAULTS.robot_timeout,
-            "a robot this far behind the team's newest sample, or without a sample for this "
-            "long on the ROS clock, is silent (STALE) [s]",
+            "a robot this far behind the team's newest sample is silent (STALE); so is a team "
+            "without any message for this long, 5 s at least, on the ROS clock [s]",
             read_only=False,
             bounds=(0.01, 60.0),
         ),

@@ -6,6 +6,7 @@ robot publishes makes every robot STALE. Over DDS, the node on its production ex
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 import rclpy
@@ -24,6 +25,7 @@ from inertia_estimation_ros.ros.runtime import NodeGroup
 ROBOTS = ["robot_1", "robot_2", "robot_3"]
 SPEED = 4.0  # simulated seconds per wall-clock second
 PERIOD = 1.0  # [s] simulated, between estimates
+STEP = 0.25  # [s] simulated, between two waits for the coordinator
 
 
 @pytest.fixture
@@ -36,9 +38,12 @@ def context():
 
 
 class Replay:
-    """What ``ros2 bag play --clock`` publishes: /clock and the robots' samples."""
+    """What ``ros2 bag play --clock`` publishes: /clock and the robots' samples. Every
+    ``STEP`` simulated seconds it waits until ``caught_up()`` (the coordinator has taken the
+    clock), so that the outcome does not hang on this shared machine's load."""
 
-    def __init__(self, node: Node):
+    def __init__(self, node: Node, caught_up: Callable[[float], bool]):
+        self.caught_up = caught_up
         self.clock = node.create_publisher(Clock, "/clock", RELIABLE_QOS)
         self.samples = {
             r: node.create_publisher(GraspState, f"/{r}/grasp_state", SENSOR_QOS) for r in ROBOTS
@@ -50,7 +55,11 @@ class Replay:
     def play(self, seconds_: float, samples: bool = True) -> None:
         """``seconds_`` of simulated time at SPEED, with the samples or the clock alone."""
         end, start, t0 = self.now + seconds_, time.monotonic(), self.now
+        step = self.now + STEP
         while self.now < end:
+            if self.now >= step:
+                assert wait_for(lambda: self.caught_up(self.now), 30.0)
+                start, t0, step = time.monotonic(), self.now, self.now + STEP
             if samples:
                 instant = self.messages[self.k]
                 self.now = seconds(instant["robot_1"].header.stamp)
@@ -84,7 +93,19 @@ def test_a_sped_up_then_paused_replay_keeps_the_schedule_on_simulated_time(conte
         NodeGroup([coordinator], context, executor="single").start(),
         NodeGroup([listener, player], context).start(),
     ]
-    replay = Replay(player)
+    cycles = []  # the worker's cycles, each with the ROS time it saw
+    step = coordinator._step
+
+    def counted_step() -> None:
+        step()
+        cycles.append(coordinator._now())
+
+    coordinator._step = counted_step
+
+    def caught_up(now: float) -> bool:  # a whole worker cycle has seen this clock
+        return len(cycles) > 1 and cycles[-2] >= now - 1e-9
+
+    replay = Replay(player, caught_up)
     try:
         assert wait_for(lambda: listener.estimates, 30.0)  # the first, at start
         replay.play(0.5)
@@ -98,7 +119,7 @@ def test_a_sped_up_then_paused_replay_keeps_the_schedule_on_simulated_time(conte
         time.sleep(3.0)  # paused: three estimate periods of wall time, neither clock nor data
         assert len(listener.estimates) == paused
         assert all(listener.level(r) in ("OK", "WARN") for r in ROBOTS)
-        replay.play(6.0, samples=False)  # the clock runs on; no robot publishes
+        replay.play(10.0, samples=False)  # the clock runs on; no robot publishes
         assert wait_for(lambda: all(listener.level(r) == "STALE" for r in ROBOTS), 30.0)
         status = listener.status("robot_2")
         assert status.hardware_id == "robot_2" and "no message from any robot" in status.message

@@ -9,10 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-import rclpy
 import yaml
 from coordinator_graph import wait_for
-from rclpy.context import Context
 from rclpy.parameter import Parameter
 
 from inertia_estimation_ros.ros.nodes.coordinator_node import CoordinatorNode
@@ -20,15 +18,6 @@ from inertia_estimation_ros.ros.runtime import NodeGroup
 
 ROBOTS = ["robot_1", "robot_2", "robot_3"]
 AGGREGATOR = Path(__file__).resolve().parents[1] / "config" / "diagnostic_aggregator.yaml"
-
-
-@pytest.fixture
-def context():
-    context = Context()
-    rclpy.init(context=context)
-    yield context
-    if context.ok():
-        rclpy.shutdown(context=context)
 
 
 def matches(analyzer: dict, name: str) -> bool:
@@ -55,9 +44,9 @@ def analyzers() -> dict[str, dict]:
     return found
 
 
-def test_every_status_has_its_hardware_and_exactly_one_analyzer(context):
+def test_every_status_has_its_hardware_and_exactly_one_analyzer(ros_context):
     node = CoordinatorNode(
-        context=context,
+        context=ros_context,
         namespace="team_a",
         parameter_overrides=[Parameter("robots", value=ROBOTS)],
     )
@@ -81,14 +70,16 @@ def test_every_status_has_its_hardware_and_exactly_one_analyzer(context):
 
 
 @pytest.mark.timeout(60)
-def test_a_repeating_worker_error_is_logged_once_with_what_to_do(context, capfd):
-    node = CoordinatorNode(context=context, parameter_overrides=[Parameter("robots", value=ROBOTS)])
+def test_a_repeating_worker_error_is_logged_once_with_what_to_do(ros_context, capfd):
+    node = CoordinatorNode(
+        context=ros_context, parameter_overrides=[Parameter("robots", value=ROBOTS)]
+    )
 
     def broken() -> int:
         raise RuntimeError("the aligner's buffer is corrupt")
 
     node.pipeline.process = broken
-    group = NodeGroup([node], context, executor="single").start()
+    group = NodeGroup([node], ros_context, executor="single").start()
     try:
         assert wait_for(lambda: node.internal_errors >= 50, 30.0)  # 50 cycles, each failing
     finally:

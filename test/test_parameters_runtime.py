@@ -6,7 +6,6 @@ about; one start-up line with the team, the reference and the rates."""
 from __future__ import annotations
 
 import pytest
-import rclpy
 from coordinator_graph import start, wait_for
 from rclpy.context import Context
 from rclpy.node import Node
@@ -16,15 +15,6 @@ from rclpy.parameter_client import AsyncParameterClient
 from inertia_estimation_ros.ros.nodes.coordinator_node import CoordinatorNode
 
 ROBOTS = ["robot_1", "robot_2", "robot_3"]
-
-
-@pytest.fixture
-def context():
-    context = Context()
-    rclpy.init(context=context)
-    yield context
-    if context.ok():
-        rclpy.shutdown(context=context)
 
 
 def coordinator(context: Context, **parameters: object) -> CoordinatorNode:
@@ -40,10 +30,10 @@ def done(future) -> object:
 
 
 @pytest.mark.timeout(60)
-def test_tuning_parameters_are_set_at_run_time_and_checked(context):
-    node = coordinator(context)
-    client_node = Node("param_client", context=context)
-    group = start(context, node, client_node)
+def test_tuning_parameters_are_set_at_run_time_and_checked(ros_context):
+    node = coordinator(ros_context)
+    client_node = Node("param_client", context=ros_context)
+    group = start(ros_context, node, client_node)
     client = AsyncParameterClient(client_node, "/coordinator_node")
     try:
         assert client.wait_for_services(timeout_sec=30.0)
@@ -75,8 +65,8 @@ def test_tuning_parameters_are_set_at_run_time_and_checked(context):
         group.stop()
 
 
-def test_a_typo_is_warned_about_and_the_start_is_logged_in_one_line(context, capfd):
-    node = coordinator(context, estimate_perod=1.0, sample_rate_hz=200)
+def test_a_typo_is_warned_about_and_the_start_is_logged_in_one_line(ros_context, capfd):
+    node = coordinator(ros_context, estimate_perod=1.0, sample_rate_hz=200)
     assert node.params.sample_rate_hz == 200.0
     assert node.settings.estimator.sample_rate_hz == 200.0
     node.destroy_node()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-import rclpy
 from coordinator_graph import wait_for
 from rclpy.context import Context
 from rclpy.node import Node
@@ -21,15 +20,6 @@ from inertia_estimation_ros.ros.nodes.coordinator_node import CoordinatorNode
 from inertia_estimation_ros.ros.runtime import NodeGroup
 
 ROBOTS = ["robot_1", "robot_2", "robot_3"]
-
-
-@pytest.fixture
-def context():
-    context = Context()
-    rclpy.init(context=context)
-    yield context
-    if context.ok():
-        rclpy.shutdown(context=context)
 
 
 def gated_coordinator(context: Context) -> tuple[CoordinatorNode, threading.Event, threading.Event]:
@@ -55,13 +45,13 @@ def gated_coordinator(context: Context) -> tuple[CoordinatorNode, threading.Even
 
 
 @pytest.mark.timeout(90)
-def test_a_pending_service_call_leaves_the_node_served(context):
-    node, armed, gate = gated_coordinator(context)
-    client_node = Node("service_client", context=context)
+def test_a_pending_service_call_leaves_the_node_served(ros_context):
+    node, armed, gate = gated_coordinator(ros_context)
+    client_node = Node("service_client", context=ros_context)
     estimate_now = client_node.create_client(Trigger, "/coordinator_node/estimate_now")
     parameters = AsyncParameterClient(client_node, "/coordinator_node")
-    coordinator = NodeGroup([node], context, executor="single").start()
-    client = NodeGroup([client_node], context, executor="single").start()
+    coordinator = NodeGroup([node], ros_context, executor="single").start()
+    client = NodeGroup([client_node], ros_context, executor="single").start()
     try:
         assert estimate_now.wait_for_service(timeout_sec=30.0)
         assert parameters.wait_for_services(timeout_sec=30.0)
@@ -82,13 +72,13 @@ def test_a_pending_service_call_leaves_the_node_served(context):
 
 
 @pytest.mark.timeout(90)
-def test_a_command_not_run_at_shutdown_is_answered_as_failed_and_never_runs(context):
-    node, armed, gate = gated_coordinator(context)
-    client_node = Node("service_client", context=context)
+def test_a_command_not_run_at_shutdown_is_answered_as_failed_and_never_runs(ros_context):
+    node, armed, gate = gated_coordinator(ros_context)
+    client_node = Node("service_client", context=ros_context)
     reset = client_node.create_client(Trigger, "/coordinator_node/reset")
     estimate_now = client_node.create_client(Trigger, "/coordinator_node/estimate_now")
-    coordinator = NodeGroup([node], context, executor="single").start()
-    client = NodeGroup([client_node], context, executor="single").start()
+    coordinator = NodeGroup([node], ros_context, executor="single").start()
+    client = NodeGroup([client_node], ros_context, executor="single").start()
     try:
         assert reset.wait_for_service(timeout_sec=30.0)
         assert estimate_now.wait_for_service(timeout_sec=30.0)

@@ -9,9 +9,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-import rclpy
 from coordinator_graph import Listener, team_messages, wait_for
-from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
@@ -26,15 +24,6 @@ ROBOTS = ["robot_1", "robot_2", "robot_3"]
 SPEED = 4.0  # simulated seconds per wall-clock second
 PERIOD = 1.0  # [s] simulated, between estimates
 STEP = 0.25  # [s] simulated, between two waits for the coordinator
-
-
-@pytest.fixture
-def context():
-    context = Context()
-    rclpy.init(context=context)
-    yield context
-    if context.ok():
-        rclpy.shutdown(context=context)
 
 
 class Replay:
@@ -76,9 +65,9 @@ class Replay:
 
 
 @pytest.mark.timeout(120)
-def test_a_sped_up_then_paused_replay_keeps_the_schedule_on_simulated_time(context):
+def test_a_sped_up_then_paused_replay_keeps_the_schedule_on_simulated_time(ros_context):
     coordinator = CoordinatorNode(
-        context=context,
+        context=ros_context,
         parameter_overrides=[
             Parameter("robots", value=ROBOTS),
             Parameter("use_sim_time", value=True),
@@ -88,10 +77,10 @@ def test_a_sped_up_then_paused_replay_keeps_the_schedule_on_simulated_time(conte
             Parameter("min_kinematics_samples", value=1_000_000),
         ],
     )
-    listener, player = Listener(context=context), Node("player", context=context)
+    listener, player = Listener(context=ros_context), Node("player", context=ros_context)
     groups = [
-        NodeGroup([coordinator], context, executor="single").start(),
-        NodeGroup([listener, player], context).start(),
+        NodeGroup([coordinator], ros_context, executor="single").start(),
+        NodeGroup([listener, player], ros_context).start(),
     ]
     cycles = []  # the worker's cycles, each with the ROS time it saw
     step = coordinator._step

@@ -57,6 +57,7 @@ def test_a_pending_service_call_leaves_the_node_served(ros_context):
         assert parameters.wait_for_services(timeout_sec=30.0)
         armed.set()
         pending = estimate_now.call_async(Trigger.Request())
+        assert wait_for(lambda: not armed.is_set(), 20.0)  # the worker is in its solve
         answered = parameters.get_parameters(["robots"])
         assert wait_for(answered.done, 20.0), "the coordinator's executor is held by the call"
         assert list(answered.result().values[0].string_array_value) == ROBOTS

@@ -38,10 +38,12 @@ os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
 
 @pytest.fixture
 def ros_context():
-    """A fresh, initialized rclpy context, shut down after the test."""
+    """A fresh, initialized rclpy context, shut down after the test (unless a NodeGroup's stop
+    did)."""
     import rclpy
 
     context = rclpy.Context()
     rclpy.init(context=context)
     yield context
-    rclpy.shutdown(context=context)
+    if context.ok():
+        rclpy.shutdown(context=context)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from geometry_msgs.msg import Accel, Pose, Twist, Wrench
@@ -119,3 +121,31 @@ def test_grasp_state_round_trip_and_invalid_fields():
     assert np.array_equal(back.V_i, sample.V_i) and np.array_equal(back.dV_i, sample.dV_i)
     assert np.all(np.isnan(back.F_i[:3])) and np.array_equal(back.F_i[3:], [1.0, 2.0, 3.0])
     assert np.array_equal(back.F_cov, sample.F_cov) and back.V_cov is None
+
+
+def test_grasp_state_covariances_are_optional_and_cost_nothing_when_unknown():
+    """GraspState's four covariances: empty (unknown, the default) or 36 values; a sample
+    without them serializes to a fraction of the size it had with four float64[36]."""
+    from rclpy.serialization import serialize_message
+
+    sample = GraspSample(
+        robot_id="robot_1",
+        stamp=3.25,
+        T_i0_i=np.eye(4),
+        V_i=np.arange(6.0),
+        dV_i=np.arange(6.0),
+        F_i=np.arange(6.0),
+        g_i=np.array([0.0, 0.0, -9.81]),
+        has_force=True,
+        has_torque=True,
+    )
+    msg = cv.to_grasp_state(sample, "robot_1/grasp", "robot_1/home")
+    assert len(msg.wrench_covariance) == len(msg.pose_covariance) == 0
+    assert cv.grasp_sample(msg).F_cov is None
+    assert len(serialize_message(msg)) < 400  # 4 x 36 x 8 = 1152 bytes of zeros before
+    C = np.diag(np.arange(1.0, 7.0))
+    back = cv.grasp_sample(cv.to_grasp_state(dataclasses.replace(sample, F_cov=C), "f", "h"))
+    np.testing.assert_array_equal(back.F_cov, C)
+    msg.twist_covariance = [1.0] * 35
+    with pytest.raises(ValueError, match="36 values"):
+        cv.grasp_sample(msg)

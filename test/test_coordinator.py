@@ -19,6 +19,7 @@ from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
 from inertia_estimation_ros.ros.conversions import covariance_matrix, to_payload_estimate
 from inertia_estimation_ros.ros.payload_visualization import (
+    PayloadFrames,
     equivalent_box,
     payload_markers,
     payload_transforms,
@@ -208,6 +209,12 @@ def test_the_message_carries_the_estimate_with_its_uncertainty(converged):
     msg = to_payload_estimate(estimate, frame)
     assert msg.header.frame_id == "robot_1/grasp" and msg.stage == int(Stage.DYNAMICS)
     assert msg.inertia.m == pytest.approx(estimate.mass)
+    # the uncertainties users want, without re-propagating parameter_covariance
+    assert msg.mass_variance == estimate.mass_variance > 0
+    np.testing.assert_array_equal(msg.com_covariance.reshape(3, 3), estimate.p_s_c_covariance)
+    np.testing.assert_array_equal(
+        msg.principal_moments_covariance.reshape(3, 3), estimate.principal_moments_covariance
+    )
     back = quantities(msg)
     assert back.mass[1] == pytest.approx(np.sqrt(estimate.mass_variance), rel=1e-6)
     np.testing.assert_allclose(back.com[0], estimate.p_s_c, atol=1e-12)
@@ -215,7 +222,7 @@ def test_the_message_carries_the_estimate_with_its_uncertainty(converged):
         back.moments[1], np.sqrt(np.diag(estimate.principal_moments_covariance)), rtol=1e-6
     )
     robot_3 = next(g for g in msg.grasps if g.robot_id == "robot_3")
-    assert robot_3.frame_id == "robot_3/grasp"
+    assert robot_3.child_frame_id == "robot_3/grasp"
     np.testing.assert_allclose(  # message (dp, dphi) back to core (dphi, dp)
         covariance_matrix(robot_3.covariance), estimate.grasp("robot_3").covariance, atol=1e-20
     )
@@ -224,12 +231,15 @@ def test_the_message_carries_the_estimate_with_its_uncertainty(converged):
     assert rows["T_s_robot_3 rotvec z [deg]"].value == pytest.approx(90.0, abs=0.01)
 
 
-def test_tf_and_markers_show_the_estimate_in_the_reference_frame(converged):
+def test_tf_and_markers_show_the_estimate_under_the_payload_frame(converged):
     _, _, pipeline, estimate = converged
-    tf = payload_transforms(estimate, frame, "payload/principal_axes")
+    tf = payload_transforms(estimate, PayloadFrames())
     children = {t.child_frame_id: t for t in tf.transforms}
-    assert set(children) == {"robot_2/grasp", "robot_3/grasp", "payload/principal_axes"}
-    assert {t.header.frame_id for t in tf.transforms} == {"robot_1/grasp"}
+    grasps = {f"payload/grasp_{r}" for r in ROBOTS}
+    assert set(children) == grasps | {"payload/principal_axes"}
+    assert {t.header.frame_id for t in tf.transforms} == {"payload"}
+    robot_3 = children["payload/grasp_robot_3"].transform.translation
+    assert robot_3.y == pytest.approx(estimate.grasp("robot_3").T_s_i[1, 3])
     axes = children["payload/principal_axes"].transform
     assert axes.translation.x == pytest.approx(estimate.p_s_c[0])
     markers = payload_markers(estimate, frame, pipeline.latest, 0.01).markers

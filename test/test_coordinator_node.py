@@ -1,27 +1,32 @@
 """coordinator_node in a real rclpy graph: exactly the topics and services of its interface,
 parameters checked at start-up with a message that names the fix, its services over DDS, and
-its estimate as TF and markers while samples stream in."""
+its estimate as TF and markers while samples stream in, TF coexisting with the robots' own
+trees (robot_state_publisher's) under one root."""
 
 from __future__ import annotations
 
 import pytest
 import rclpy
 from coordinator_graph import Listener, TeamPublisher, start, team_messages, wait_for
+from geometry_msgs.msg import TransformStamped
 from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_srvs.srv import Trigger
 from test_readme_nodes import assert_matches, introspect
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
 from inertia_estimation_ros.msg import PayloadEstimate
-from inertia_estimation_ros.ros.interface import RELIABLE_QOS
+from inertia_estimation_ros.ros.interface import LATCHED_QOS, RELIABLE_QOS
 from inertia_estimation_ros.ros.nodes.coordinator_node import CoordinatorNode
 from inertia_estimation_ros.ros.parameters import ParameterError
 
 ROBOTS = ["robot_1", "robot_2", "robot_3"]
 SERVICES = {"reset", "freeze", "unfreeze", "estimate_now"}
+# tf2's static listener: transient local with a deep history (one message per broadcaster).
+TF_STATIC_LISTENER_QOS = QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 @pytest.fixture
@@ -58,6 +63,9 @@ def test_the_coordinator_has_the_topics_and_services_of_its_interface(ros_contex
         ({"max_gap": -1.0}, r"max_gap.*expected a double in \[0.001, 10\]"),
         ({"grasp_frame": "grasp"}, "must contain {robot}"),
         ({"kinematics_source": "encoders"}, "must be one of poses, twists"),
+        ({"payload_grasp_frame": "{robot}/grasp"}, r"none a robot's own grasp frame"),
+        ({"payload_frame": "payload/principal_axes"}, "must be distinct"),
+        ({"payload_grasp_frame": "payload/grasp"}, "must contain {robot}"),
     ],
 )
 def test_bad_parameters_are_refused_at_start_up_with_the_fix(context, parameters, message):
@@ -72,16 +80,40 @@ def call(client, timeout: float = 30.0) -> Trigger.Response:
     return future.result()
 
 
+def robot_state_publisher(node: Node) -> None:
+    """What robot_state_publisher and a world placement give on hardware: each robot's own tree,
+    world -> robot_k/base -> robot_k/grasp (fixed joints, on /tf_static)."""
+    edges = [("world", f"{r}/base") for r in ROBOTS] + [(f"{r}/base", f"{r}/grasp") for r in ROBOTS]
+    static = node.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
+    transforms = [TransformStamped(child_frame_id=child) for _, child in edges]
+    for transform, (parent, _) in zip(transforms, edges, strict=True):
+        transform.header.frame_id = parent
+        transform.transform.rotation.w = 1.0
+    static.publish(TFMessage(transforms=transforms))
+
+
+def root_of(parents: dict[str, str], frame: str) -> str:
+    while frame in parents:
+        frame = parents[frame]
+    return frame
+
+
 @pytest.mark.timeout(120)
 def test_services_tf_and_markers_over_dds(context):
+    """Every frame keeps one parent: the estimate hangs under ``payload`` (a child of the
+    reference robot's grasp frame, on /tf_static), beside the robots' own trees."""
     coordinator, listener = node(context), Listener(context=context)
     client_node = Node("client", context=context)
-    frames, markers = {}, []
+    robot_state_publisher(client_node)
+    parents, markers, second_parents = {}, [], []
 
     def on_tf(msg: TFMessage) -> None:
-        frames.update({t.child_frame_id: t.header.frame_id for t in msg.transforms})
+        for t in msg.transforms:
+            if parents.setdefault(t.child_frame_id, t.header.frame_id) != t.header.frame_id:
+                second_parents.append((t.child_frame_id, t.header.frame_id))
 
     client_node.create_subscription(TFMessage, "/tf", on_tf, RELIABLE_QOS)
+    client_node.create_subscription(TFMessage, "/tf_static", on_tf, TF_STATIC_LISTENER_QOS)
     client_node.create_subscription(
         MarkerArray, "/coordinator_node/markers", markers.append, RELIABLE_QOS
     )
@@ -95,10 +127,15 @@ def test_services_tf_and_markers_over_dds(context):
         assert not empty.success and "stage WAITING" in empty.message
         publisher.start()
         assert wait_for(lambda: listener.estimates and listener.estimates[-1].inertia_valid, 60)
-        assert wait_for(lambda: "payload/principal_axes" in frames, 30)
-        assert frames == dict.fromkeys(
-            ("robot_2/grasp", "robot_3/grasp", "payload/principal_axes"), "robot_1/grasp"
-        )
+        assert wait_for(lambda: "payload/principal_axes" in parents, 30)
+        assert parents["payload"] == "robot_1/grasp"
+        estimated = {f"payload/grasp_{r}" for r in ROBOTS} | {"payload/principal_axes"}
+        assert {child for child, parent in parents.items() if parent == "payload"} == estimated
+        assert {parents[f"{r}/grasp"] for r in ROBOTS} == {f"{r}/base" for r in ROBOTS}
+        assert {root_of(parents, frame) for frame in parents} == {"world"}
+        assert not second_parents
+        grasp = listener.estimates[-1].grasps[2]
+        assert grasp.child_frame_id == "robot_3/grasp"
         assert wait_for(lambda: any(m.ns == "inertia box" for m in markers[-1].markers), 30)
         assert call(clients["freeze"]).success
         assert wait_for(lambda: listener.estimates[-1].stage == PayloadEstimate.STAGE_FROZEN, 30)

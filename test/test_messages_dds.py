@@ -35,7 +35,9 @@ def filled_payload_estimate() -> PayloadEstimate:
     msg.parameters = np.linspace(1.0, 10.0, 10)
     msg.parameter_covariance = np.linspace(0.0, 1.0, 100)
     msg.grasps = [
-        GraspFrame(robot_id=f"robot_{k}", frame_id=f"robot_{k}/grasp", covariance=np.full(36, k))
+        GraspFrame(
+            robot_id=f"robot_{k}", child_frame_id=f"robot_{k}/grasp", covariance=np.full(36, k)
+        )
         for k in (1, 2, 3)
     ]
     msg.grasps[1].transform.translation.x = 0.647
@@ -63,7 +65,7 @@ def filled_cable_tensions() -> CableTensions:
         filled_grasp_state(),
         filled_payload_estimate(),
         filled_cable_tensions(),
-        GraspFrame(robot_id="robot_3", frame_id="robot_3/grasp", covariance=np.arange(36.0)),
+        GraspFrame(robot_id="robot_3", child_frame_id="robot_3/grasp", covariance=np.arange(36.0)),
     ],
     ids=lambda m: type(m).__name__,
 )

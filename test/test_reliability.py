@@ -56,7 +56,7 @@ def test_a_silent_robot_is_an_error_and_grasp_kinematics_goes_on(tmp_path, graph
     try:
         assert wait_for(lambda: listener.estimates and listener.estimates[-1].mass_valid, SLOW)
         publisher.silent.add("robot_3")
-        assert wait_for(lambda: listener.level("robot_3") == "ERROR", SLOW)
+        assert wait_for(lambda: listener.level("robot_3") == "STALE", SLOW)
         status = listener.status("robot_3")
         assert "robot_3 is silent" in status.message
         assert "mass, CoM and inertia need every robot" in status.message

@@ -108,11 +108,14 @@ def to_wrench(F: np.ndarray) -> Wrench:
 
 
 def covariance_matrix(flat: np.ndarray) -> np.ndarray | None:
-    """Core (angular-first) 6x6 covariance of a ROS float64[36]; None if all zeros (unknown)."""
-    C = np.asarray(flat, dtype=float).reshape(6, 6)
+    """Core (angular-first) 6x6 covariance of a ROS covariance (36 values, linear first); None
+    if it is empty or all zeros (unknown). ValueError for any other length."""
+    C = np.asarray(flat, dtype=float)
+    if C.size not in (0, 36):
+        raise ValueError(f"a covariance has 36 values (or none: unknown), got {C.size}")
     if not C.any():
         return None
-    return C[np.ix_(_SWAP, _SWAP)]
+    return C.reshape(6, 6)[np.ix_(_SWAP, _SWAP)]
 
 
 def to_covariance(C: np.ndarray | None) -> np.ndarray:
@@ -205,10 +208,15 @@ def to_grasp_state(sample: GraspSample, frame_id: str, home_frame_id: str) -> Gr
     msg.has_gravity = finite(sample.g_i)
     if msg.has_gravity:
         msg.gravity = to_vector3(sample.g_i)
-    msg.twist_covariance = to_covariance(sample.V_cov)
-    msg.twist_derivative_covariance = to_covariance(sample.dV_cov)
-    msg.wrench_covariance = to_covariance(sample.F_cov)
+    msg.twist_covariance = _optional_covariance(sample.V_cov)
+    msg.twist_derivative_covariance = _optional_covariance(sample.dV_cov)
+    msg.wrench_covariance = _optional_covariance(sample.F_cov)
     return msg
+
+
+def _optional_covariance(C: np.ndarray | None) -> list[float]:
+    """A GraspState covariance: 36 values, or none when unknown."""
+    return [] if C is None else to_covariance(C).tolist()
 
 
 def to_payload_estimate(estimate: TeamEstimate, frame_of: Callable[[str], str]) -> PayloadEstimate:
@@ -223,6 +231,11 @@ def to_payload_estimate(estimate: TeamEstimate, frame_of: Callable[[str], str]) 
         inertia_valid=estimate.inertia_valid,
         principal_axes=to_quaternion(estimate.R_s_c),
         principal_moments=to_vector3(estimate.principal_moments),
+        mass_variance=float(estimate.mass_variance),
+        com_covariance=np.asarray(estimate.p_s_c_covariance, dtype=float).reshape(9),
+        principal_moments_covariance=np.asarray(
+            estimate.principal_moments_covariance, dtype=float
+        ).reshape(9),
         parameters=np.asarray(estimate.theta, dtype=float),
         parameter_covariance=np.asarray(estimate.theta_covariance, dtype=float).reshape(100),
         physically_consistent=estimate.physically_consistent,
@@ -245,7 +258,7 @@ def to_payload_estimate(estimate: TeamEstimate, frame_of: Callable[[str], str]) 
     msg.grasps = [
         GraspFrame(
             robot_id=g.robot_id,
-            frame_id=frame_of(g.robot_id),
+            child_frame_id=frame_of(g.robot_id),
             transform=to_transform(g.T_s_i),
             covariance=to_covariance(g.covariance),
         )

@@ -1,8 +1,11 @@
 """The coordinator's estimate as TF and RViz markers, everything in the reference frame {s}.
 
-* ``payload_transforms``: {s} (the reference robot's grasp frame) to every other robot's grasp
-  frame, and to the principal-axes frame at the CoM. Robot nodes publish no TF, so each frame
-  has one parent.
+* ``payload_static_transforms`` and ``payload_transforms``: the estimate as TF under frames of
+  its own (``PayloadFrames``), so that it coexists with ``robot_state_publisher``, which already
+  gives every robot's grasp frame a parent in that robot's tree. The one rigid link, the
+  reference robot's grasp frame {s} to ``payload`` (the identity: the payload frame is {s}),
+  goes on /tf_static; ``payload`` to each robot's estimated grasp frame (``payload/grasp_<id>``)
+  and to the principal axes at the CoM change with the estimate and go on /tf.
 * ``payload_markers``: the CoM sphere, the equivalent uniform box (same mass and principal
   moments, on the principal axes), a triad per grasp frame, an arrow per robot's latest force
   on the payload, and a text with the 1-sigma bounds.
@@ -11,8 +14,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point, TransformStamped, Vector3
 from std_msgs.msg import ColorRGBA, Header
 from tf2_msgs.msg import TFMessage
@@ -28,27 +33,49 @@ MIN_BOX_SIDE = 0.005  # [m]
 AXIS_COLORS = ((1.0, 0.1, 0.1), (0.1, 0.8, 0.1), (0.1, 0.3, 1.0))
 
 
-def payload_transforms(
-    estimate: TeamEstimate, frame_of: Callable[[str], str], principal_axes_frame: str
+@dataclass(frozen=True)
+class PayloadFrames:
+    """TF frame names of the estimate; ``grasp`` holds ``{robot}`` for each robot's id."""
+
+    payload: str = "payload"
+    grasp: str = "payload/grasp_{robot}"
+    principal_axes: str = "payload/principal_axes"
+
+    def grasp_of(self, robot_id: str) -> str:
+        return self.grasp.format(robot=robot_id)
+
+
+def payload_static_transforms(
+    reference_frame: str, frames: PayloadFrames, stamp: Time
 ) -> TFMessage:
-    """{s} -> each other grasp frame (grasps valid) and -> the principal axes (inertia valid)."""
-    header = Header(
-        stamp=to_time(max(estimate.stamp, 0.0)), frame_id=frame_of(estimate.reference_robot_id)
+    """The rigid link {s} (``reference_frame``) -> ``frames.payload``: the identity."""
+    link = TransformStamped(
+        header=Header(stamp=stamp, frame_id=reference_frame),
+        child_frame_id=frames.payload,
+        transform=to_transform(np.eye(4)),
     )
+    return TFMessage(transforms=[link])
+
+
+def payload_transforms(estimate: TeamEstimate, frames: PayloadFrames) -> TFMessage:
+    """``frames.payload`` -> each robot's estimated grasp frame (grasps valid) and -> the
+    principal axes at the CoM (inertia valid), stamped with the estimate."""
+    header = Header(stamp=to_time(max(estimate.stamp, 0.0)), frame_id=frames.payload)
     transforms = []
     if estimate.grasps_valid:
         transforms += [
             TransformStamped(
-                header=header, child_frame_id=frame_of(g.robot_id), transform=to_transform(g.T_s_i)
+                header=header,
+                child_frame_id=frames.grasp_of(g.robot_id),
+                transform=to_transform(g.T_s_i),
             )
             for g in estimate.grasps
-            if g.robot_id != estimate.reference_robot_id
         ]
     if estimate.inertia_valid:
         T_s_c = sp.transform(estimate.R_s_c, estimate.p_s_c)
         transforms.append(
             TransformStamped(
-                header=header, child_frame_id=principal_axes_frame, transform=to_transform(T_s_c)
+                header=header, child_frame_id=frames.principal_axes, transform=to_transform(T_s_c)
             )
         )
     return TFMessage(transforms=transforms)

@@ -31,7 +31,12 @@ from .parameters import ParameterError
 
 SHUTDOWN_TIMEOUT = 10.0  # [s] for the executor to stop and its thread to end
 
-LEVELS = {"OK": DiagnosticStatus.OK, "WARN": DiagnosticStatus.WARN, "ERROR": DiagnosticStatus.ERROR}
+LEVELS = {
+    "OK": DiagnosticStatus.OK,
+    "WARN": DiagnosticStatus.WARN,
+    "ERROR": DiagnosticStatus.ERROR,
+    "STALE": DiagnosticStatus.STALE,
+}
 
 
 def steady_timer(node: Node, period: float, callback: Callable[[], None]) -> Timer:

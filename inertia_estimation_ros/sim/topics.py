@@ -188,7 +188,7 @@ def payload_truth(result: SimulationResult) -> PayloadEstimate:
     msg.grasps = [
         GraspFrame(
             robot_id=rid,
-            frame_id=result.robots[rid].grasp_frame_id,
+            child_frame_id=result.robots[rid].grasp_frame_id,
             transform=to_transform(T_s_i),
         )
         for rid, T_s_i in truth.T_s_i.items()

@@ -13,10 +13,10 @@ Everything is in {s}, the reference robot's grasp frame, with core conventions
   msg/GraspFrame lists (dp, dphi): ``ros.conversions.to_covariance`` does that swap;
 * ``mass``, ``p_s_c``, ``inertia_about_com`` -> inertia (geometry_msgs/Inertia);
   ``R_s_c`` -> principal_axes; ``principal_moments`` -> principal_moments (ascending).
-  Their covariances (``mass_variance``, ``p_s_c_covariance``,
-  ``inertia_about_com_covariance`` over [Ixx, Ixy, Ixz, Iyy, Iyz, Izz],
-  ``principal_moments_covariance``, ``R_s_c_covariance`` of dphi in {s}) have no message
-  field except through parameter_covariance;
+  ``mass_variance``, ``p_s_c_covariance`` and ``principal_moments_covariance`` ->
+  mass_variance, com_covariance, principal_moments_covariance; the others
+  (``inertia_about_com_covariance`` over [Ixx, Ixy, Ixz, Iyy, Iyz, Izz], ``R_s_c_covariance``
+  of dphi in {s}) only through parameter_covariance;
 * ``physically_consistent``, ``consistency_margin`` -> the same fields;
 * ``kinematics_condition_number``, ``statics_condition_number``,
   ``dynamics_condition_number``, ``advice``, the three ``residual_rms_*`` and the four

@@ -4,17 +4,24 @@ A thin adapter around ``core.team_pipeline.TeamPipeline`` (checks, clock offsets
 ``TeamEstimator``, robot liveness, diagnostics content), which ``inertia_estimation estimate``
 runs on bags without ROS. Subscription callbacks only enqueue the message with its arrival
 time. A worker thread owns the pipeline: it converts and checks what arrived, aligns and
-updates every ``update_period``, solves every ``estimate_period`` (wall clock; longer when a
-solve takes more than a quarter of that) and publishes the estimate, TF and markers; every
-``diagnostics_period`` it publishes /diagnostics. A solve takes tens of milliseconds to
-seconds (N = 16): outside the executor, it leaves the subscriptions served meanwhile, whatever
-executor spins the node, and their deep sensor-data history holds seconds of samples while
-Python's GIL keeps the executor waiting. Services post their
-command to the worker and wait for it. Bad input is refused and counted, never raised.
+updates every ``update_period``, solves every ``estimate_period`` and publishes the estimate,
+TF and markers; every ``diagnostics_period`` it publishes /diagnostics. Both periods run on
+the node's ROS clock (simulation time with ``use_sim_time``: a paused replay pauses them, a
+replay at 5x runs them 5x faster), and a solve takes at most a quarter of the worker's wall
+time. A solve takes tens of milliseconds to seconds (N = 16): outside the executor, it leaves
+the subscriptions served meanwhile, whatever executor spins the node, and their deep
+sensor-data history holds seconds of samples while Python's GIL keeps the executor waiting.
+Services are coroutines: each posts its command to the worker and awaits its result without
+holding the executor, and a command is answered only once it has run (at shutdown, commands
+not run yet are answered as failed). Tuning parameters are writable at run time
+(``ros2 param set``), checked as at start-up. Diagnostics follow ``diagnostic_updater``'s
+conventions: per robot a status whose hardware_id is the robot id, STALE when its samples stop
+arriving on the ROS clock. Bad input is refused and counted, never raised.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import sys
 import threading
@@ -24,8 +31,10 @@ from collections import deque
 from types import SimpleNamespace
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from rclpy.task import Future
 from std_srvs.srv import Trigger
 from tf2_msgs.msg import TFMessage
 from threadpoolctl import threadpool_limits
@@ -38,12 +47,21 @@ from ...core.team_pipeline import PipelineSettings, Status, TeamPipeline
 from ...msg import GraspState, PayloadEstimate
 from ..conversions import grasp_sample, to_payload_estimate
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Service, Topic
-from ..parameters import Param, ParameterError, declare
-from ..payload_visualization import payload_markers, payload_transforms
+from ..parameters import Param, ParameterError, declare, unknown_parameters, watch
+from ..payload_visualization import (
+    PayloadFrames,
+    payload_markers,
+    payload_static_transforms,
+    payload_transforms,
+)
 from ..runtime import LEVELS, run_executable
 
 INBOX_LIMIT = 100_000  # messages waiting for the worker; more are dropped and counted
-SERVICE_TIMEOUT = 30.0  # [s] a service call waits this long for the worker
+WORKER_JOIN_TIMEOUT = 30.0  # [s] for the worker to finish its cycle at shutdown
+ERROR_LOG_PERIOD = 10.0  # [s] of wall time between two reports of one repeating worker error
+# [s] on the ROS clock without a message from any robot: the team is STALE. Longer than
+# robot_timeout: a loaded machine can hold the executor's callbacks back for a second or two.
+TEAM_QUIET = 5.0
 # Sensor-data QoS with a deep history: DDS keeps up to 10 s of a 100 Hz robot's samples while
 # the executor is busy (the GIL), instead of dropping them.
 GRASP_QOS = QoSProfile(
@@ -51,6 +69,7 @@ GRASP_QOS = QoSProfile(
 )
 SOLVE_SHARE = 0.25  # solves take at most this share of the worker's time
 _DEFAULTS = PipelineSettings()
+_FRAMES = PayloadFrames()
 
 INTERFACE = NodeInterface(
     executable="coordinator_node",
@@ -59,10 +78,13 @@ INTERFACE = NodeInterface(
         "`GraspState`, refuses and counts bad samples, estimates the clock offsets, aligns "
         "the samples on the reference robot's time base, runs the team estimator "
         "(`core/team_pipeline.py`, `core/cooperative/`), and publishes the estimate "
-        "(latched), TF from the reference grasp frame {s} to every other grasp frame and to "
-        "the principal axes, RViz markers and diagnostics. A robot that stops publishing is "
-        "an ERROR; grasp kinematics goes on among the others. Phases are detected from the "
-        "signals."
+        "(latched), TF under frames of its own (`payload` on the reference grasp frame {s}, "
+        "the estimated grasp frames and the principal axes under it), RViz markers and "
+        "diagnostics. A robot that stops publishing is "
+        "STALE (the estimate an ERROR); grasp kinematics goes on among the others. Phases are "
+        "detected from the signals. Periods and staleness run on the ROS clock (sim time with "
+        "`use_sim_time`); tuning parameters are writable at run time; services never block "
+        "the executor."
     ),
     publishes=[
         Topic(
@@ -75,7 +97,14 @@ INTERFACE = NodeInterface(
             "/tf",
             "tf2_msgs/msg/TFMessage",
             "reliable",
-            "{s} to every other grasp frame and to `principal_axes_frame` at the CoM",
+            "`payload_frame` to every robot's estimated grasp frame (`payload_grasp_frame`) and "
+            "to `principal_axes_frame` at the CoM",
+        ),
+        Topic(
+            "/tf_static",
+            "tf2_msgs/msg/TFMessage",
+            "latched",
+            "the reference robot's grasp frame {s} to `payload_frame` (the identity)",
         ),
         Topic(
             "~/markers",
@@ -87,8 +116,10 @@ INTERFACE = NodeInterface(
             "/diagnostics",
             "diagnostic_msgs/msg/DiagnosticArray",
             "reliable",
-            "per robot: rate, latency, clock offset, refused samples, silence (ERROR); the "
-            "estimate: stage, excitation and advice, consistency, dropped sets, latency",
+            "per robot (hardware_id: its id): rate, latency, clock offset, refused samples, "
+            "silence (STALE); the estimate: stage, excitation and advice, consistency, dropped "
+            "sets, latency; the worker: internal errors (config/diagnostic_aggregator.yaml "
+            "groups them)",
         ),
     ],
     subscribes=[
@@ -125,25 +156,43 @@ INTERFACE = NodeInterface(
             nonempty=True,
         ),
         Param(
+            "payload_frame",
+            "string",
+            _FRAMES.payload,
+            "TF frame of the payload, child of the reference grasp frame {s} and equal to it",
+            nonempty=True,
+        ),
+        Param(
+            "payload_grasp_frame",
+            "string",
+            _FRAMES.grasp,
+            "TF frame of each robot's grasp as estimated, child of `payload_frame`; {robot} "
+            "stands for its id (not the robots' own grasp frames: those have their parents)",
+            nonempty=True,
+        ),
+        Param(
             "principal_axes_frame",
             "string",
-            "payload/principal_axes",
-            "TF frame of the principal axes at the CoM",
+            _FRAMES.principal_axes,
+            "TF frame of the principal axes at the CoM, child of `payload_frame`",
             nonempty=True,
         ),
         Param(
             "estimate_period",
             "double",
             0.5,
-            "wall-clock seconds between solves and publications of the estimate (longer when "
-            "a solve takes more than a quarter of it, so that updates keep up)",
+            "seconds between solves and publications of the estimate, on the ROS clock (sim "
+            "time with use_sim_time; longer when a solve takes more than a quarter of the "
+            "worker's wall time, so that updates keep up)",
+            read_only=False,
             bounds=(0.01, 60.0),
         ),
         Param(
             "update_period",
             "double",
             0.01,
-            "wall-clock seconds between alignment and estimator updates",
+            "wall-clock seconds between alignment and estimator updates (the worker's cycle)",
+            read_only=False,
             bounds=(0.001, 1.0),
         ),
         Param(
@@ -199,7 +248,9 @@ INTERFACE = NodeInterface(
             "robot_timeout",
             "double",
             _DEFAULTS.robot_timeout,
-            "a robot this far behind the team's newest sample is silent (ERROR) [s]",
+            "a robot this far behind the team's newest sample is silent (STALE); so is a team "
+            "without any message for this long, 5 s at least, on the ROS clock [s]",
+            read_only=False,
             bounds=(0.01, 60.0),
         ),
         Param(
@@ -207,6 +258,7 @@ INTERFACE = NodeInterface(
             "double",
             _DEFAULTS.clock_jump,
             "a stamp this far before a robot's last one (a looping bag) restarts everything [s]",
+            read_only=False,
             bounds=(1e-3, 1e6),
         ),
         Param(
@@ -220,6 +272,7 @@ INTERFACE = NodeInterface(
             "double",
             _DEFAULTS.max_clock_offset,
             "largest clock offset searched [s]",
+            read_only=False,
             bounds=(1e-3, 10.0),
         ),
         Param(
@@ -234,6 +287,7 @@ INTERFACE = NodeInterface(
             "double",
             _DEFAULTS.clock_offset_period,
             "seconds of samples between clock offset estimates",
+            read_only=False,
             bounds=(0.1, 600.0),
         ),
         Param(
@@ -241,10 +295,16 @@ INTERFACE = NodeInterface(
             "double",
             0.01,
             "length of the force arrows per newton [m/N]",
+            read_only=False,
             bounds=(0.0, 1.0),
         ),
         Param(
-            "diagnostics_period", "double", 1.0, "period of /diagnostics [s]", bounds=(0.05, 60.0)
+            "diagnostics_period",
+            "double",
+            1.0,
+            "period of /diagnostics [s, ROS clock]",
+            bounds=(0.05, 60.0),
+            read_only=False,
         ),
     ],
 )
@@ -258,11 +318,23 @@ class CoordinatorNode(Node):
         super().__init__("coordinator_node", **kwargs)
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
+        self._commands: queue.Queue = queue.Queue()  # (command, Future of its answer)
         self.params = p = declare(self, INTERFACE.parameters)
         self.pipeline = self._pipeline(p)
         self.settings = self.pipeline.settings
+        self.frames = self._frames(p)
+        self._setting_changes: queue.Queue = queue.Queue()
+        watch(self, INTERFACE.parameters, p, self._setting_changes.put)
         self._estimates = self.create_publisher(PayloadEstimate, "payload_estimate", LATCHED_QOS)
         self._tf = self.create_publisher(TFMessage, "/tf", RELIABLE_QOS)
+        self._tf_static = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
+        self._tf_static.publish(
+            payload_static_transforms(
+                self.settings.frame_of(self.pipeline.reference_id),
+                self.frames,
+                self.get_clock().now().to_msg(),
+            )
+        )
         self._markers = self.create_publisher(MarkerArray, "~/markers", RELIABLE_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         self._inbox: deque = deque()
@@ -271,13 +343,37 @@ class CoordinatorNode(Node):
             self.create_subscription(
                 GraspState, f"/{rid}/grasp_state", self._enqueue(rid), GRASP_QOS
             )
-        self._commands: queue.Queue = queue.Queue()
+        # Services in their own group: a handler awaiting the worker holds no other callback.
+        services = ReentrantCallbackGroup()
         for name in ("reset", "freeze", "unfreeze", "estimate_now"):
-            self.create_service(Trigger, f"~/{name}", self._service(name))
+            self.create_service(Trigger, f"~/{name}", self._service(name), callback_group=services)
+        self._wake = self.create_guard_condition(lambda: None)  # a command's result is ready
+        self._arrival: dict[str, float] = {}  # ROS time of each robot's newest message
         self.internal_errors = 0
         self._last_error = ""
+        self._error_log = ("", 0.0, 0)  # last error logged, when (monotonic), repeats since
+        self._log_start(p)
         self._worker = threading.Thread(target=self._work, name="coordinator", daemon=True)
         self._worker.start()
+
+    def _log_start(self, p: SimpleNamespace) -> None:
+        """One line with the team, the reference and the rates; a warning per unknown name."""
+        unknown = unknown_parameters(self, INTERFACE.parameters)
+        if unknown:
+            self.get_logger().warning(
+                f"unknown parameters ignored: {', '.join(unknown)} (`coordinator_node --help` "
+                "lists the parameters)"
+            )
+        clock = "simulation" if self.get_parameter("use_sim_time").value else "system"
+        offsets = "estimated" if p.estimate_clock_offsets else "assumed zero"
+        self.get_logger().info(
+            f"team {', '.join(self.pipeline.robot_ids)}, reference "
+            f"{self.pipeline.reference_id} ({self.settings.frame_of(self.pipeline.reference_id)}"
+            f" -> {self.frames.payload}); samples at {p.sample_rate_hz:g} Hz, clock offsets "
+            f"{offsets}; estimate every {p.estimate_period:g} s, diagnostics every "
+            f"{p.diagnostics_period:g} s on the {clock} clock, updates every "
+            f"{p.update_period:g} s"
+        )
 
     def _pipeline(self, p: SimpleNamespace) -> TeamPipeline:
         robots = list(p.robots)
@@ -290,6 +386,27 @@ class CoordinatorNode(Node):
                 f"{self.get_fully_qualified_name()}: {error} (parameters robots = {robots}, "
                 f"reference_robot = {p.reference_robot!r})"
             ) from None
+
+    def _frames(self, p: SimpleNamespace) -> PayloadFrames:
+        """The estimate's TF frames; refused if one would give a robot's frame a second parent."""
+        frames = PayloadFrames(p.payload_frame, p.payload_grasp_frame, p.principal_axes_frame)
+        where = f"{self.get_fully_qualified_name()}: parameter"
+        if "{robot}" not in frames.grasp:
+            raise ParameterError(
+                f"{where} payload_grasp_frame = {frames.grasp!r} must contain {{robot}}, "
+                f"e.g. {_FRAMES.grasp!r}"
+            )
+        robot_frames = {self.settings.frame_of(r) for r in self.pipeline.robot_ids}
+        ours = [frames.payload, frames.principal_axes]
+        ours += [frames.grasp_of(r) for r in self.pipeline.robot_ids]
+        taken = sorted(robot_frames & set(ours))
+        if taken or len(set(ours)) < len(ours):
+            raise ParameterError(
+                f"{where}s payload_frame, payload_grasp_frame and principal_axes_frame name "
+                f"{ours}: they must be distinct and none a robot's own grasp frame {taken} "
+                "(robot_state_publisher gives those their parents)"
+            )
+        return frames
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
@@ -307,23 +424,23 @@ class CoordinatorNode(Node):
         return callback
 
     def _service(self, command: str):  # noqa: ANN202 (an rclpy callback)
-        def handle(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-            done, result = threading.Event(), {}
-            self._commands.put((command, done, result))
-            if done.wait(SERVICE_TIMEOUT):
-                response.success, response.message = result["success"], result["message"]
-            else:
-                response.success = False
-                response.message = f"{command}: the coordinator is busy; try again"
+        async def handle(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+            result: Future = Future()
+            self._commands.put((command, result))
+            response.success, response.message = await result
             return response
 
         return handle
 
     def destroy_node(self) -> None:
-        """Stop the worker (it publishes) before the node goes."""
+        """Stop the worker (it publishes) before the node goes; commands it has not run are
+        answered as failed, and never run."""
         self._stop.set()
         if self._worker is not None:
-            self._worker.join(SERVICE_TIMEOUT)
+            self._worker.join(WORKER_JOIN_TIMEOUT)
+        while not self._commands.empty():
+            command, result = self._commands.get()
+            result.set_result((False, f"{command}: not run, the coordinator is shutting down"))
         super().destroy_node()
 
     # ----- worker side: owns the pipeline ----------------------------------------------------
@@ -334,36 +451,75 @@ class CoordinatorNode(Node):
             self._work_loop()
 
     def _work_loop(self) -> None:
+        """Periods on the ROS clock (``_now``); a solve's wall time delays the next one so that
+        solves take at most SOLVE_SHARE of the worker. A clock that goes back (a looping bag)
+        restarts the schedule."""
         p = self.params
-        next_estimate = next_diagnostics = time.monotonic()
+        next_estimate = next_diagnostics = last = -float("inf")
+        solve_allowed = time.monotonic()
         while not self._stop.wait(p.update_period):
             try:
                 self._step()
-                now = time.monotonic()
-                if now >= next_estimate:
+                now = self._now()
+                if now < last:
+                    next_estimate = next_diagnostics = -float("inf")
+                last = now
+                if now >= next_estimate and time.monotonic() >= solve_allowed:
+                    started = time.monotonic()
                     self._publish(self.pipeline.estimate())
-                    solve = time.monotonic() - now
-                    next_estimate = now + max(p.estimate_period, solve / SOLVE_SHARE)
+                    solve_allowed = started + (time.monotonic() - started) / SOLVE_SHARE
+                    next_estimate = now + p.estimate_period
                 if now >= next_diagnostics:
                     next_diagnostics = now + p.diagnostics_period
                     self._publish_diagnostics()
             except Exception as error:  # never let the worker die: report and go on
-                self.internal_errors += 1
-                self._last_error = f"{type(error).__name__}: {error}"
-                self.get_logger().error(traceback.format_exc())
+                self._report_error(error)
+
+    def _report_error(self, error: Exception) -> None:
+        """Count an internal error; log it with its traceback, once per ERROR_LOG_PERIOD while
+        the same error repeats, with what to do."""
+        self.internal_errors += 1
+        self._last_error = text = f"{type(error).__name__}: {error}"
+        logged, when, repeats = self._error_log
+        now = time.monotonic()
+        if text == logged and now < when + ERROR_LOG_PERIOD:
+            self._error_log = (logged, when, repeats + 1)
+            return
+        again = f" ({repeats} more times since the last report)" if text == logged else ""
+        self.get_logger().error(
+            f"internal error in the coordinator's worker{again}: {text}. This cycle's "
+            "estimate is skipped; samples are kept. Call ~/reset if it repeats, and report it "
+            "with the traceback below (reported at most every "
+            f"{ERROR_LOG_PERIOD:g} s):\n{traceback.format_exc()}"
+        )
+        self._error_log = (text, now, 0)
 
     def _step(self) -> None:
         pipeline, inbox = self.pipeline, self._inbox
         while inbox:
             self._push(*inbox.popleft())
-        while not self._commands.empty():
+        while not self._setting_changes.empty():
+            self._apply_settings(self._setting_changes.get())
+        while not self._commands.empty() and not self._stop.is_set():
             self._run_command(*self._commands.get())
         pipeline.process()
         while pipeline.events:
             self.get_logger().warning(pipeline.events.popleft())
 
+    def _apply_settings(self, changes: dict[str, object]) -> None:
+        """Parameters set at run time (already in ``params``); the pipeline's take effect now."""
+        names = {f.name for f in dataclasses.fields(PipelineSettings)}
+        ours = {k: v for k, v in changes.items() if k in names}
+        if ours:
+            self.pipeline.settings = dataclasses.replace(self.pipeline.settings, **ours)
+            self.settings = self.pipeline.settings
+        self.get_logger().info(
+            "parameters set: " + ", ".join(f"{k} = {v!r}" for k, v in changes.items())
+        )
+
     def _push(self, robot_id: str, msg: GraspState, received: float) -> None:
         pipeline = self.pipeline
+        self._arrival[robot_id] = received
         if msg.robot_id != robot_id:
             pipeline.reject(
                 robot_id,
@@ -378,7 +534,18 @@ class CoordinatorNode(Node):
             return
         pipeline.push(sample, msg.header.frame_id, received)
 
-    def _run_command(self, command: str, done: threading.Event, result: dict) -> None:
+    def _run_command(self, command: str, result: Future) -> None:
+        """Run a service's command and answer it (an error is answered, then reported)."""
+        try:
+            answer = self._execute(command)
+        except Exception as error:
+            answer = (False, f"{command} failed: {type(error).__name__}: {error}")
+            raise
+        finally:
+            result.set_result(answer)
+            self._wake.trigger()  # the executor resumes the awaiting service handler
+
+    def _execute(self, command: str) -> tuple[bool, str]:
         pipeline = self.pipeline
         success, message = True, ""
         if command == "reset":
@@ -395,13 +562,12 @@ class CoordinatorNode(Node):
         if command == "estimate_now":
             message = summary(estimate)
             success = estimate.grasps_valid
-        result.update(success=success, message=message)
-        done.set()
+        return success, message
 
     def _publish(self, estimate: TeamEstimate) -> None:
         frame_of = self.settings.frame_of
         self._estimates.publish(to_payload_estimate(estimate, frame_of))
-        transforms = payload_transforms(estimate, frame_of, self.params.principal_axes_frame)
+        transforms = payload_transforms(estimate, self.frames)
         if transforms.transforms:
             self._tf.publish(transforms)
         self._markers.publish(
@@ -411,11 +577,31 @@ class CoordinatorNode(Node):
         )
 
     def _publish_diagnostics(self) -> None:
-        statuses = [self._status(s) for s in self.pipeline.status()]
+        statuses = [self._status(self._staleness(s)) for s in self.pipeline.status()]
         statuses.append(self._status(self._worker_status()))
         array = DiagnosticArray(status=statuses)
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics.publish(array)
+
+    def _staleness(self, status: Status) -> Status:
+        """A robot's status is STALE when it is silent: behind the others (the pipeline's
+        check, on the robots' stamps), or, when the whole team is quiet, without a message
+        for TEAM_QUIET (at least ``robot_timeout``) on the ROS clock (a paused replay stops
+        that clock: nothing goes stale then)."""
+        rid = status.name
+        if rid not in self.pipeline.robot_ids:
+            return status
+        if rid in self.pipeline.silent:
+            return dataclasses.replace(status, level="STALE")
+        now = self._now()
+        quiet = now - max(self._arrival.values(), default=now)
+        if rid in self._arrival and quiet > max(TEAM_QUIET, self.settings.robot_timeout):
+            message = (
+                f"{rid}: no message from any robot for {quiet:.1f} s (ROS clock): check that "
+                "the robot nodes run and publish their grasp_state"
+            )
+            return dataclasses.replace(status, level="STALE", message=message)
+        return status
 
     def _worker_status(self) -> Status:
         values = {
@@ -425,17 +611,21 @@ class CoordinatorNode(Node):
             "frozen": str(self.pipeline.frozen),
         }
         if self._last_error:
-            return Status("worker", "ERROR", f"internal error: {self._last_error}", values)
+            message = f"internal error: {self._last_error} (see the log; ~/reset may recover)"
+            return Status("worker", "ERROR", message, values)
         if self.overflow:
             return Status("worker", "WARN", f"{self.overflow} messages dropped", values)
         return Status("worker", "OK", "running", values)
 
     def _status(self, status: Status) -> DiagnosticStatus:
+        """diagnostic_updater's naming: "<node>: <item>"; hardware_id the robot's id for a
+        robot's status, the node's name for the others."""
+        robot = status.name in self.pipeline.robot_ids
         return DiagnosticStatus(
             level=LEVELS[status.level],
             name=f"{self.get_fully_qualified_name()}: {status.name}",
             message=status.message,
-            hardware_id=status.name,
+            hardware_id=status.name if robot else self.get_fully_qualified_name(),
             values=[KeyValue(key=k, value=v) for k, v in status.values.items()],
         )
 

@@ -5,7 +5,10 @@ is the same stepper run to the end) on a wall-clock timer: in real time, ``real_
 times faster, or as fast as it can (0), publishing ``/clock`` so that nodes with
 ``use_sim_time`` follow it. Each sample goes out as ``sim/topics.py`` defines it, the topics
 of a hardware driver or the Gazebo bridge, stamped on each robot's own clock. Ground truth
-goes to ``/ground_truth/...``, for evaluation only.
+goes to ``/ground_truth/...``, for evaluation only. TF as on hardware: ``world`` (REP-105) to
+each robot's home frame on /tf_static, and each robot's links as ``robot_state_publisher``
+publishes them from its URDF and joint states (``robot_tf.LinkTree``), so that RViz shows the
+robots and the coordinator's ``payload`` frames in one tree.
 """
 
 from __future__ import annotations
@@ -16,15 +19,20 @@ import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import TransformStamped
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from std_msgs.msg import Header
+from tf2_msgs.msg import TFMessage
 
 from ...bags import rclpy_class
 from ...sim.scenario import ScenarioError, SimulationResult, load_scenario
 from ...sim.topics import latched_streams, latched_topics, sample_streams, topic_types
+from ..conversions import to_time, to_transform
 from ..graph import data_file
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Topic
 from ..parameters import Param, ParameterError, declare
+from ..robot_tf import LinkTree
 from ..runtime import diagnostics, run_executable, steady_timer
 
 # The stepping timer: every TICK seconds of wall-clock time, the simulation advances to where
@@ -105,6 +113,20 @@ INTERFACE = NodeInterface(
             "reliable",
             "simulated time, phase, target and achieved real-time factor",
         ),
+        Topic(
+            "/tf",
+            "tf2_msgs/msg/TFMessage",
+            "reliable",
+            "each robot's moving URDF joints, parent link to child link, as "
+            "`robot_state_publisher` publishes them (`publish_tf`)",
+        ),
+        Topic(
+            "/tf_static",
+            "tf2_msgs/msg/TFMessage",
+            "latched",
+            "`world_frame` to each robot's home frame (its URDF root) and the URDFs' fixed joints "
+            "(`publish_tf`)",
+        ),
     ],
     parameters=[
         Param(
@@ -141,6 +163,13 @@ INTERFACE = NodeInterface(
             False,
             "also publish the noise-free `/ground_truth/<robot>/grasp_state` (costly)",
         ),
+        Param(
+            "publish_tf",
+            "bool",
+            True,
+            "publish the robots' TF under `world_frame` (off where robot_state_publisher runs)",
+        ),
+        Param("world_frame", "string", "world", "TF root of the simulation", nonempty=True),
         Param(
             "wait_for_subscribers",
             "bool",
@@ -181,6 +210,9 @@ class SimNode(Node):
             if self._publishes(topic)
         }
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        self._trees: dict[str, LinkTree] = {}
+        if p.publish_tf:
+            self._start_tf(first)
         self.published = 0
         self._publish(latched_streams(first, p.publish_ground_truth))
         self._first: SimulationResult | None = first
@@ -193,6 +225,49 @@ class SimNode(Node):
         )
         self._timer = steady_timer(self, TICK, self._tick)
         steady_timer(self, p.diagnostics_period, self._publish_diagnostics)
+
+    def _start_tf(self, first: SimulationResult) -> None:
+        """World to every home frame and the URDFs' fixed joints, once, on /tf_static."""
+        self._tf = self.create_publisher(TFMessage, "/tf", RELIABLE_QOS)
+        self._tf_static = self.create_publisher(TFMessage, "/tf_static", LATCHED_QOS)
+        stamp = to_time(self.stepper.start_time)
+        static = [
+            TransformStamped(
+                header=Header(stamp=stamp, frame_id=self.params.world_frame),
+                child_frame_id=record.home_frame_id,
+                transform=to_transform(first.ground_truth.T_w_i0[rid]),
+            )
+            for rid, record in first.robots.items()
+        ]
+        for rid, record in first.robots.items():
+            if record.urdf and record.joints is not None:
+                self._trees[rid] = tree = LinkTree(record.urdf)
+                static += tree.transforms(stamp, [], [], fixed=True)
+        self._tf_static.publish(TFMessage(transforms=static))
+
+    def _publish_tf(self, chunk: SimulationResult) -> None:
+        """Each robot's moving joints at its newest joint state in the chunk (or, without a
+        URDF, its home frame to its grasp frame at its newest grasp sample)."""
+        transforms = []
+        for rid, record in chunk.robots.items():
+            tree = self._trees.get(rid)
+            if tree is not None and len(record.stamp):
+                joints = record.joints
+                transforms += tree.transforms(
+                    to_time(record.stamp[-1]), joints.names, joints.position[-1], fixed=False
+                )
+            elif tree is None and len(record.grasp.t):
+                transforms.append(
+                    TransformStamped(
+                        header=Header(
+                            stamp=to_time(record.grasp.t[-1]), frame_id=record.home_frame_id
+                        ),
+                        child_frame_id=record.grasp_frame_id,
+                        transform=to_transform(record.grasp.T_i0_i[-1]),
+                    )
+                )
+        if transforms:
+            self._tf.publish(TFMessage(transforms=transforms))
 
     def _publishes(self, topic: str) -> bool:
         if topic == "/clock":
@@ -237,6 +312,8 @@ class SimNode(Node):
         self._publish(
             sample_streams(chunk, self.params.publish_ground_truth, self._outputs.__contains__)
         )
+        if self.params.publish_tf:
+            self._publish_tf(chunk)
         if self.stepper.done:
             self._timer.cancel()
             wall = time.monotonic() - self._wall_start

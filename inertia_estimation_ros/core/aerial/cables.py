@@ -10,6 +10,13 @@ from ..spatial import skew
 from .allocation import E3, GRAVITY
 
 
+def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a x b for two 3-vectors (np.cross costs ~10x more on single vectors)."""
+    return np.array(
+        [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    )
+
+
 @dataclass(frozen=True)
 class RigidBodyState:
     """Pose and twist of a body as mocap gives them: position x and velocity v in I, R the

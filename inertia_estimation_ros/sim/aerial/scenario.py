@@ -1,4 +1,10 @@
-"""``@scenario_type("aerial_cable_team")``: paper 002's team flying in MuJoCo.
+"""``@dataclass(frozen=True)
+class AerialRobot:
+    robot_id: str
+    kind: str = "quadrotor"
+
+
+@scenario_type("aerial_cable_team")``: paper 002's team flying in MuJoCo.
 
 YAML keys (``config/scenarios/paper002_aerial.yaml`` is the paper's setup):
 
@@ -25,13 +31,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+import mujoco
 import yaml
 
 from ..scenario import Section, scenario_type
 from .config import AerialConfig, read_config
+from .model import compile_model, robot_name
 from .runner import AerialResult, AerialRun
+
+
+@dataclass(frozen=True)
+class AerialRobot:
+    robot_id: str
+    kind: str = "quadrotor"
 
 
 @scenario_type("aerial_cable_team")
@@ -44,6 +59,14 @@ class AerialCableTeamScenario:
     def from_config(cls, section: Section) -> AerialCableTeamScenario:
         raw = dict(section.data)
         return cls(read_config(section), raw)
+
+    @property
+    def robots(self) -> list[AerialRobot]:
+        return [AerialRobot(robot_name(k)) for k in range(self.settings.n)]
+
+    def compile(self) -> mujoco.MjModel:
+        """The compiled MuJoCo model (the runner builds its own)."""
+        return compile_model(self.settings)[0]
 
     def stepper(self, seed: int | None = None) -> AerialRun:
         return AerialRun(self.settings, self.seed if seed is None else seed)

@@ -63,6 +63,9 @@ def test_P_pseudo_inverse_null_basis_and_projector(n):
         assert np.allclose(alloc.pseudo_inverse(R), np.linalg.pinv(P), atol=1e-12)
         B = alloc.projector(R)
         assert np.abs(P @ B).max() < 1e-12  # eq. 23
+        mu, w = np.random.default_rng(n).normal(size=(2, 3 * n))
+        assert np.allclose(alloc.project(R, mu), B @ mu, atol=1e-12)  # the O(n) forms
+        assert np.allclose(alloc.solve(R, w[:6]), alloc.pseudo_inverse(R) @ w[:6], atol=1e-12)
         assert np.allclose(B @ B, B, atol=1e-12) and np.allclose(B, B.T, atol=1e-12)
         N = alloc.null_basis(R)
         assert N.shape == (3 * n, 3 * n - 6)  # errata 4 and 6: c has 3n - 6 entries

@@ -88,6 +88,16 @@ class CableAllocation:
         stacked = self._stacked(R_L)
         return stacked @ self.B_b @ stacked.T
 
+    def solve(self, R_L: np.ndarray, wrench: np.ndarray) -> np.ndarray:
+        """P^+ w (3n,) in O(n), without forming P^+ (eq. 13)."""
+        w = np.asarray(wrench, dtype=float)
+        body = self.P_b_pinv @ np.concatenate([R_L.T @ w[:3], w[3:]])
+        return (body.reshape(self.n, 3) @ R_L.T).ravel()
+
+    def project(self, R_L: np.ndarray, mu: np.ndarray) -> np.ndarray:
+        """B mu = mu - P^+ P mu (eq. 23) in O(n): the part of mu that leaves the wrench alone."""
+        return np.asarray(mu, dtype=float) - self.solve(R_L, self.wrench(R_L, mu))
+
     def wrench(self, R_L: np.ndarray, mu: np.ndarray) -> np.ndarray:
         """P mu: the wrench [F (I); M (L)] of the stacked tension vectors mu (3n,) (eq. 3)."""
         mu_L = (np.asarray(mu, dtype=float).reshape(self.n, 3)) @ R_L

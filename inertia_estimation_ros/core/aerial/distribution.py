@@ -24,7 +24,7 @@ def nominal_distribution(
     A cable can only pull: with ``min_vertical_tension`` set, each vertical component is
     raised to at least that value (notes pitfall 1; RotorTM clamps it at 0), which changes
     the wrench only when P^+ asked a cable to push."""
-    mu = allocation.pseudo_inverse(R_L) @ np.asarray(wrench, dtype=float)
+    mu = allocation.solve(R_L, wrench)
     if min_vertical_tension is not None:
         mu[2::3] = np.maximum(mu[2::3], min_vertical_tension)
     return mu
@@ -82,5 +82,5 @@ class GradientDistribution:
             robot_x = desired_robot_positions(attach, mu_prev, self.lengths)
         Q = self.a * np.exp(-self.b * np.linalg.norm(p_O - robot_x, axis=1))
         mu0 = np.repeat(Q, 3) * distance_gradient(mu_prev, attach, self.lengths, p_O)  # eq. 18
-        self.mu_tilde = self.allocation.projector(R_L) @ mu0  # eq. 23
+        self.mu_tilde = self.allocation.project(R_L, mu0)  # eq. 23, O(n)
         return mu_bar + self.mu_tilde

@@ -15,6 +15,7 @@ import numpy as np
 from ...core.aerial.cables import RigidBodyState
 from ...core.aerial.payload_controller import PayloadReference
 from ...core.spatial import exp3
+from ..scenario import Phase
 from .config import AerialConfig
 from .human import read_human
 from .model import compile_model, robot_name
@@ -67,6 +68,13 @@ class AerialResult:
     @property
     def duration(self) -> float:
         return float(self.time[-1] - self.time[0]) if len(self.time) > 1 else 0.0
+
+    @property
+    def phases(self) -> list[Phase]:
+        """One phase, ``flight``, over the recorded span (what ``sim_node`` reports)."""
+        end = float(self.time[-1]) if len(self.time) else 0.0
+        start = float(self.time[0]) if len(self.time) else 0.0
+        return [Phase("flight", "aerial_cable_team", start, end)]
 
     def xi(self) -> np.ndarray:
         """(Q, n, 3) true cable directions, robot to attach point (eq. 41)."""
@@ -147,6 +155,11 @@ class AerialRun:
     # ----- the loop ---------------------------------------------------------------------
     def reference(self, t: float) -> PayloadReference:
         return self.reference_override or self.trajectory(t)
+
+    def set_reference(self, reference: PayloadReference | None) -> None:
+        """Steer the payload from outside (a planner through ``sim_node``): this reference
+        replaces the scenario's waypoints from the next control step; None restores them."""
+        self.reference_override = reference
 
     def advance(
         self, until: float = math.inf, progress: Callable[[float], None] | None = None

@@ -19,7 +19,7 @@ ground scenarios' human wrench) and ``/ground_truth/human_head``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,62 @@ def aerial_streams(result: AerialResult, ground_truth: bool = True) -> list[Stre
             _points("/ground_truth/human_head", t, r.head),
         ]
     return streams
+
+
+def _everything(topic: str) -> bool:
+    return True
+
+
+def sample_streams(
+    result: AerialResult, ground_truth: bool = True, include: Callable[[str], bool] = _everything
+) -> list[Stream]:
+    """The streams of a run or a chunk of one, restricted to the topics ``include`` accepts
+    (the same interface as ``sim/topics.py``, for ``sim_node``)."""
+    return [_only(stream, include) for stream in aerial_streams(result, ground_truth)]
+
+
+def _only(stream: Stream, include: Callable[[str], bool]) -> Stream:
+    for item in stream:
+        if include(item[0]):
+            yield item
+
+
+def topic_types(result: AerialResult, ground_truth: bool = True) -> dict[str, str]:
+    """Every topic a run publishes and its type (the head's only if the scenario has one)."""
+    types = {
+        "/clock": "rosgraph_msgs/msg/Clock",
+        "/payload/mocap/pose": POSE,
+        "/payload/mocap/twist": TWIST,
+        "/human/head": "geometry_msgs/msg/PointStamped",
+    }
+    for rid in result.robot_ids:
+        types |= {
+            f"/{rid}/mocap/pose": POSE,
+            f"/{rid}/mocap/twist": TWIST,
+            f"/{rid}/rotor_speeds": "sensor_msgs/msg/JointState",
+        }
+        if ground_truth:
+            types |= {
+                f"/ground_truth/{rid}/pose": POSE,
+                f"/ground_truth/{rid}/cable_tension": "geometry_msgs/msg/Vector3Stamped",
+            }
+    if ground_truth:
+        types |= {
+            "/ground_truth/payload_pose": POSE,
+            "/ground_truth/payload_twist": TWIST,
+            "/ground_truth/human_wrench": "geometry_msgs/msg/WrenchStamped",
+            "/ground_truth/human_head": "geometry_msgs/msg/PointStamped",
+        }
+    return types
+
+
+def latched_topics(result: AerialResult) -> list[str]:
+    """None: an aerial run has no latched topics."""
+    return []
+
+
+def latched_streams(result: AerialResult, ground_truth: bool = True) -> list[Stream]:
+    return []
 
 
 def message_count(result: AerialResult, ground_truth: bool = True) -> int:

@@ -62,10 +62,12 @@ def closed_form_tensions(result) -> np.ndarray:
     return out
 
 
-def test_hover_holds_pose_and_nominal_tensions():
-    """Level hover: position within 5 mm (5 sigma of the 1 mm mocap noise the controller
-    sees), attitude within 0.5 deg, tensions the notes' 0.909 N within 2 %, never slack."""
-    result = run(duration=3.0)
+@pytest.mark.parametrize("quadrotor", ["dragonfly", "hummingbird"])
+def test_hover_holds_pose_and_nominal_tensions(quadrotor):
+    """Level hover (RotorTM's two robots): position within 5 mm (5 sigma of the 1 mm mocap
+    noise the controller sees), attitude within 0.5 deg, tensions the notes' 0.909 N within
+    2 %, never slack."""
+    result = run(duration=3.0, quadrotor=quadrotor)
     steady = result.time >= 1.0
     error = np.linalg.norm(result.payload_x - [0, 0, 1.0], axis=1)[steady]
     assert error.max() < 0.005

@@ -190,13 +190,17 @@ def test_bag_has_the_sensor_and_ground_truth_topics(tmp_path):
         assert topics[f"/{rid}/mocap/pose"] == "geometry_msgs/msg/PoseStamped"
         assert topics[f"/{rid}/rotor_speeds"] == "sensor_msgs/msg/JointState"
         assert topics[f"/ground_truth/{rid}/cable_tension"] == "geometry_msgs/msg/Vector3Stamped"
-    for topic in ("/clock", "/payload/mocap/twist", "/human/head", "/ground_truth/human_wrench"):
+    for topic in ("/clock", "/payload/mocap/twist", "/human/head", "/ground_truth/human_head"):
         assert topic in topics
     messages = list(read_bag(path, topics=["/ground_truth/robot_2/cable_tension"]))
     assert len(messages) == len(result.time)
     last = messages[-1].message.vector
     assert np.hypot(np.hypot(last.x, last.y), last.z) == pytest.approx(result.tension[-1, 1])
     assert sum(1 for _ in read_bag(path)) == message_count(result)
+    (first, *_) = read_bag(path, topics=["/ground_truth/aerial_markers"])
+    cables = first.message.markers[0]
+    assert cables.ns == "cables" and len(cables.points) == 2 * len(result.robot_ids)
+    assert [m.ns for m in first.message.markers[1:4]] == ["tensions"] * 3
 
 
 @pytest.mark.parametrize(

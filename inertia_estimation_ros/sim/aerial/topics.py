@@ -14,7 +14,9 @@ Ground truth, for evaluation only: ``/ground_truth/payload_pose``, ``/ground_tru
 (``geometry_msgs/Vector3Stamped``, ``world``: the tension vector on the payload, mu_k =
 -|mu_k| xi_k; zero when slack), ``/ground_truth/human_wrench`` (``WrenchStamped`` in
 ``payload``: force and moment about the payload's CoM, both in the payload frame, like the
-ground scenarios' human wrench) and ``/ground_truth/human_head``.
+ground scenarios' human wrench), ``/ground_truth/human_head`` and
+``/ground_truth/aerial_markers`` (``visualization_msgs/MarkerArray`` at 10 Hz: cables grey
+when taut and red when slack, tension arrows, the human's force and head; ``rviz/aerial.rviz``).
 """
 
 from __future__ import annotations
@@ -38,12 +40,15 @@ from std_msgs.msg import Header
 
 from ...bags import write_bag
 from ...core.spatial import transform
+from ...ros.aerial_visualization import aerial_markers
 from ...ros.conversions import to_pose, to_time, to_twist, to_vector3, to_wrench
 from .runner import AerialResult
 
 Stream = Iterator[tuple[str, str, int, Any]]
 POSE, TWIST = "geometry_msgs/msg/PoseStamped", "geometry_msgs/msg/TwistStamped"
 RPM_TO_RAD_S = 2.0 * np.pi / 60.0
+MARKERS = "/ground_truth/aerial_markers"
+MARKER_EVERY = 10  # samples: 10 Hz at the 100 Hz control rate
 
 
 def _ns(t: float) -> int:
@@ -102,6 +107,27 @@ def _human(times: np.ndarray, result: AerialResult) -> Stream:
         yield "/ground_truth/human_wrench", "geometry_msgs/msg/WrenchStamped", _ns(t), msg
 
 
+def _markers(result: AerialResult, mu: np.ndarray) -> Stream:
+    """RViz markers (cables, tensions, human force, head) at every MARKER_EVERY-th sample."""
+    attach = result.payload_x[:, None] + np.einsum(
+        "qij,kj->qki", result.payload_R, result.attach_points
+    )
+    slack = result.slack()
+    for q in range(0, len(result.time), MARKER_EVERY):
+        t = float(result.time[q])
+        msg = aerial_markers(
+            t,
+            attach[q],
+            result.robot_x[q],
+            mu[q],
+            slack[q],
+            result.human_wrench[q, :3],
+            result.payload_x[q],
+            result.head[q],
+        )
+        yield MARKERS, "visualization_msgs/msg/MarkerArray", _ns(t), msg
+
+
 def aerial_streams(result: AerialResult, ground_truth: bool = True) -> list[Stream]:
     r, t = result, result.time
     mu = -r.tension[:, :, None] * r.xi()  # tension vectors on the payload
@@ -136,6 +162,7 @@ def aerial_streams(result: AerialResult, ground_truth: bool = True) -> list[Stre
             _twists("/ground_truth/payload_twist", t, r.payload_v, r.payload_R, r.payload_Omega),
             _human(t, r),
             _points("/ground_truth/human_head", t, r.head),
+            _markers(r, mu),
         ]
     return streams
 
@@ -183,6 +210,7 @@ def topic_types(result: AerialResult, ground_truth: bool = True) -> dict[str, st
             "/ground_truth/payload_twist": TWIST,
             "/ground_truth/human_wrench": "geometry_msgs/msg/WrenchStamped",
             "/ground_truth/human_head": "geometry_msgs/msg/PointStamped",
+            MARKERS: "visualization_msgs/msg/MarkerArray",
         }
     return types
 
@@ -199,7 +227,8 @@ def latched_streams(result: AerialResult, ground_truth: bool = True) -> list[Str
 def message_count(result: AerialResult, ground_truth: bool = True) -> int:
     n, q = len(result.robot_ids), len(result.time)
     heads = int(np.all(np.isfinite(result.head), axis=1).sum())
-    return q * (3 + 3 * n) + heads + (q * (2 * n + 3) + heads if ground_truth else 0)
+    markers = len(range(0, q, MARKER_EVERY))
+    return q * (3 + 3 * n) + heads + (q * (2 * n + 3) + heads + markers if ground_truth else 0)
 
 
 def write_aerial_bag(

@@ -10,8 +10,12 @@ and ``moment`` [N m, in the payload frame]):
   the notes, sized by impulse = D x displacement).
 
 The force acts at the grasp point ``grasp`` (in the payload frame), so it adds the moment
-grasp x R_L^T F. The wrench is applied exactly (``xfrc_applied``), which makes it the
-ground truth of the human wrench.
+grasp x R_L^T F. By default the wrench is applied exactly (``xfrc_applied``). With ``hand``
+(``stiffness`` [N/m], ``damping`` [N s/m]) the force goes through a spring-damper between the
+person's hand and the grasp point: at each control step the hand is placed where the spring
+transmits the profile's force and moves on at the grasp point's velocity; between steps the
+payload accelerates and the force follows the spring, as a person's hand would. The recorded
+ground truth is the force applied at each recording instant.
 """
 
 from __future__ import annotations
@@ -50,6 +54,12 @@ class Profile:
 
 
 @dataclass(frozen=True)
+class Hand:
+    stiffness: float  # [N/m]
+    damping: float  # [N s/m]
+
+
+@dataclass(frozen=True)
 class Head:
     """The head walks horizontally toward the payload at ``speed`` from ``start`` and stops
     ``stop_distance`` from its centre, then keeps that offset as the payload moves."""
@@ -62,21 +72,47 @@ class Head:
 
 
 class Human:
-    def __init__(self, profiles: list[Profile], grasp: np.ndarray, head: Head | None):
-        self.profiles, self.grasp, self.head = profiles, grasp, head
+    def __init__(
+        self, profiles: list[Profile], grasp: np.ndarray, head: Head | None, hand: Hand | None
+    ):
+        self.profiles, self.grasp, self.head, self.hand = profiles, grasp, head, hand
+        self._hand_x: np.ndarray | None = None
+        self._hand_v = np.zeros(3)
+        self._hand_t = 0.0
         self.head_position = None if head is None else np.r_[head.start[:2], head.height]
         self._offset: np.ndarray | None = None
 
-    def wrench(self, t: float, R_L: np.ndarray) -> np.ndarray:
-        """[F_H (I); M_H (L)] about the payload's CoM: the profiles' sum, the force applied at
-        the grasp point (its moment grasp x R_L^T F added)."""
+    def _profile(self, t: float) -> tuple[np.ndarray, np.ndarray]:
         force, moment = np.zeros(3), np.zeros(3)
-        if not self.profiles:
-            return np.zeros(6)
         for profile in self.profiles:
             level = profile.level(t)
             force += level * profile.force
             moment += level * profile.moment
+        return force, moment
+
+    def place_hand(self, t: float, grasp_x: np.ndarray, grasp_v: np.ndarray) -> None:
+        """The hand where the spring transmits the profile's force (called per control step)."""
+        if self.hand is not None:
+            self._hand_x = grasp_x + self._profile(t)[0] / self.hand.stiffness
+            self._hand_v, self._hand_t = grasp_v, t
+
+    def wrench(
+        self,
+        t: float,
+        R_L: np.ndarray,
+        grasp_x: np.ndarray | None = None,
+        grasp_v: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """[F_H (I); M_H (L)] about the payload's CoM: the profiles' force (or the hand's
+        spring-damper force, given the grasp point's position and velocity) applied at the
+        grasp point (its moment grasp x R_L^T F added), plus the profiles' moment."""
+        if not self.profiles:
+            return np.zeros(6)
+        force, moment = self._profile(t)
+        if self.hand is not None and self._hand_x is not None and grasp_x is not None:
+            hand_x = self._hand_x + self._hand_v * (t - self._hand_t)  # moving on with the grasp
+            stretch, rate = hand_x - grasp_x, self._hand_v - grasp_v
+            force = self.hand.stiffness * stretch + self.hand.damping * rate
         return np.concatenate([force, moment + cross3(self.grasp, R_L.T @ force)])
 
     def step_head(self, t: float, dt: float, payload_x: np.ndarray) -> np.ndarray | None:
@@ -115,8 +151,17 @@ def read_human(data: dict, path: str) -> Human:
             begin=h.number("begin", 0.0, low=0.0),
         )
         h.done()
+    hand = None
+    if section.has("hand"):
+        h = section.section("hand")
+        hand = Hand(h.number("stiffness", 200.0, positive=True), h.number("damping", 5.0, low=0))
+        h.done()
     section.done()
-    return Human(profiles, grasp, head)
+    return Human(profiles, grasp, head, hand)
+
+
+def _forever_if_none(value: float | None) -> float:
+    return np.inf if value is None else value
 
 
 def _profile(section: Section) -> Profile:
@@ -127,7 +172,7 @@ def _profile(section: Section) -> Profile:
     profile = Profile(
         kind=kind,
         start=section.number("start", low=0.0),
-        duration=section.number("duration", np.inf, low=0.0),
+        duration=_forever_if_none(section.number("duration", None, low=0.0)),
         rise=rise,
         force=section.vector("force", 3, [0.0, 0.0, 0.0]),
         moment=section.vector("moment", 3, [0.0, 0.0, 0.0]),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from ...core.aerial.cables import RigidBodyState
+from ...core.aerial.cables import RigidBodyState, cross3
 from ...core.aerial.payload_controller import PayloadReference
 from ...core.spatial import exp3
 from ..scenario import Phase
@@ -143,6 +143,12 @@ class AerialRun:
         payload = self._body_state(self.index.payload_body)
         return payload, [self._body_state(int(b)) for b in self.index.robot_bodies]
 
+    def _grasp_point(self) -> tuple[np.ndarray, np.ndarray]:
+        """The human's grasp point on the payload: world position and velocity."""
+        payload = self._body_state(self.index.payload_body)
+        r = payload.R @ self.human.grasp
+        return payload.x + r, payload.v + payload.R @ cross3(payload.Omega, self.human.grasp)
+
     def _mocap(self, state: RigidBodyState) -> RigidBodyState:
         s, rng = self.config.sensors, self.rng
         return RigidBodyState(
@@ -183,6 +189,7 @@ class AerialRun:
         mujoco.mj_forward(self.model, self.data)  # sensors and tendons at this very state
         payload, robots = self._truth_states()
         head = self.human.step_head(t, self.sample_period, payload.x)
+        self.human.place_hand(t, *self._grasp_point())
         m_payload = self._mocap(payload)
         m_robots = [self._mocap(r) for r in robots]
         m_head = (
@@ -202,7 +209,7 @@ class AerialRun:
             if step % self.attitude_every == 0:
                 self._apply_rotors()
             R_L = d.xmat[body].reshape(3, 3)
-            wrench = self.human.wrench(t, R_L)
+            wrench = self.human.wrench(t, R_L, *self._grasp_point())
             d.xfrc_applied[body, :3] = wrench[:3]  # world frame, at the CoM
             d.xfrc_applied[body, 3:] = R_L @ wrench[3:]
             mujoco.mj_step(self.model, d)
@@ -252,7 +259,7 @@ class AerialRun:
             "tension": d.sensordata[self.index.tension],
             "cable_length": d.ten_length[self.index.tendon],
             "attach_accel": attach_accel,
-            "human_wrench": self.human.wrench(t, payload.R),
+            "human_wrench": self.human.wrench(t, payload.R, *self._grasp_point()),
             "head": np.full(3, np.nan) if head is None else head.copy(),
             "mocap_payload_x": m_payload.x, "mocap_payload_R": m_payload.R,
             "mocap_payload_v": m_payload.v, "mocap_payload_Omega": m_payload.Omega,

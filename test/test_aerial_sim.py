@@ -251,3 +251,26 @@ def test_spring_damper_hand_transmits_the_profile_and_resists_motion():
     assert np.allclose(human.wrench(0.1, np.eye(3), grasp, still)[:3], [0.5, 0, 0])
     moved = human.wrench(0.1, np.eye(3), grasp + [1e-3, 0, 0], np.array([0.01, 0, 0]))
     assert moved[0] == pytest.approx(0.5 - 200.0 * 1e-3 - 5.0 * 0.01)
+
+
+def test_simulate_command_writes_bag_scenario_and_ground_truth(tmp_path, capsys):
+    """``inertia_estimation simulate`` on an aerial scenario: the bag, the resolved scenario
+    and the ground-truth constants, and the real-time factor printed."""
+    import argparse
+
+    import yaml
+
+    from inertia_estimation_ros.commands import simulate
+
+    path = tmp_path / "aerial.yaml"
+    path.write_text(yaml.safe_dump(scenario(duration=0.3)))
+    out = tmp_path / "out"
+    args = argparse.Namespace(
+        scenario=path, out=out, storage="mcap", seed=None, no_ground_truth=False
+    )
+    assert simulate.run(args) == 0
+    assert "real-time factor" in capsys.readouterr().out
+    assert "/robot_3/rotor_speeds" in bag_topics(out / "bag")
+    truth = yaml.safe_load((out / "ground_truth.yaml").read_text())
+    assert truth["payload"]["mass"] == pytest.approx(M_L) and truth["cable_length"] == 1.0
+    assert yaml.safe_load((out / "scenario.yaml").read_text())["type"] == "aerial_cable_team"

@@ -76,11 +76,36 @@ class AerialCableTeamScenario:
     ) -> AerialResult:
         return self.stepper(seed).advance(math.inf, progress)
 
+    def ground_truth_document(self) -> dict:
+        """The constants an estimator is judged against: payload, cables and robots."""
+        c = self.settings
+        quad = c.quadrotor
+        return {
+            "payload": {
+                "mass": float(c.payload.mass),
+                "inertia_diagonal": [float(v) for v in c.payload.inertia],
+                "attach_points": [[float(v) for v in p] for p in c.payload.attach],
+            },
+            "cable_length": float(c.cable_length),
+            "robots": {
+                robot_name(k): {
+                    "model": c.quadrotor_name,
+                    "mass": float(quad.mass),
+                    "inertia_diagonal": [float(v) for v in quad.inertia],
+                    "k_f": float(quad.k_f),
+                    "k_m": float(quad.k_f * quad.k_m_over_k_f),
+                    "arm": float(quad.arm),
+                }
+                for k in range(c.n)
+            },
+        }
+
     def write_outputs(
         self, result: AerialResult, out: Path, storage: str, ground_truth: bool
     ) -> int:
         """``inertia_estimation simulate``'s output: ``out/bag`` (``topics.py``, with a
-        progress bar) and the resolved ``out/scenario.yaml``; prints the real-time factor."""
+        progress bar), the resolved ``out/scenario.yaml`` and ``out/ground_truth.yaml``;
+        prints the real-time factor."""
         from tqdm import tqdm
 
         from .topics import message_count, write_aerial_bag
@@ -89,6 +114,9 @@ class AerialCableTeamScenario:
             write_aerial_bag(result, out / "bag", storage, ground_truth, bar.update)
         config = dict(self.config, type="aerial_cable_team", seed=result.seed)
         (out / "scenario.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        (out / "ground_truth.yaml").write_text(
+            yaml.safe_dump(self.ground_truth_document(), sort_keys=False)
+        )
         print(
             f"{result.duration:.1f} s simulated in {result.wall_time:.1f} s (real-time factor "
             f"{result.duration / result.wall_time:.2f}); wrote {out / 'bag'} ({storage})"

@@ -215,6 +215,7 @@ def test_bag_has_the_sensor_and_ground_truth_topics(tmp_path):
         ({"cable_length": 0.1, "control": {"method": "optimization"}}, "use longer cables"),
         ({"cable_length": 0.25}, "rotors would hit the payload"),
         ({"payload": {"mass": 1.5}}, "more than 90 % of the .* N its rotors give"),
+        ({"human": {"profiles": [{"kind": "spike", "start": 1.0}]}}, "'spike' is not one of"),
     ],
 )
 def test_teams_that_cannot_fly_are_refused_before_simulating(overrides, match):

@@ -13,6 +13,7 @@ from ...core.aerial.optimization import OptimizationSettings
 from ...core.aerial.payload_controller import PayloadGains
 from ...core.aerial.robot_controller import RobotGains
 from ..scenario import ScenarioError, Section
+from .human import read_human
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,7 @@ def read_config(section: Section) -> AerialConfig:
         control=_control(section.section("control", {})),
     )
     section.done()
+    read_human(config.human, f"{section.path}.human")  # its errors now, not when flying
     check_flyable(config)
     return config
 

@@ -275,3 +275,17 @@ def test_simulate_command_writes_bag_scenario_and_ground_truth(tmp_path, capsys)
     truth = yaml.safe_load((out / "ground_truth.yaml").read_text())
     assert truth["payload"]["mass"] == pytest.approx(M_L) and truth["cable_length"] == 1.0
     assert yaml.safe_load((out / "scenario.yaml").read_text())["type"] == "aerial_cable_team"
+
+
+def test_a_run_advanced_in_chunks_is_the_batch_run():
+    """sim_node advances the run in chunks: concatenated, they are the batch run bit for bit."""
+    config = scenario(duration=0.6, human={"head": {"start": [-2.0, 0.0]}})
+    batch = load_scenario(config).run()
+    stepper = load_scenario(config).stepper()
+    chunks, until = [], 0.0
+    while not stepper.done:
+        until += 0.07
+        chunks.append(stepper.advance(until))
+    for name in ("payload_x", "mocap_robot_x", "tension", "rotor_rpm", "mu_des"):
+        got = np.concatenate([getattr(chunk, name) for chunk in chunks])
+        np.testing.assert_array_equal(got, getattr(batch, name), err_msg=name)

@@ -111,6 +111,7 @@ class AerialRun:
         self.attitude_every = max(1, round(1.0 / (config.control.attitude_rate * config.timestep)))
         self.start_time = 0.0
         self.step_count = 0
+        self.rpm = np.zeros((config.n, 4))  # rotor speeds last applied [rpm]
         self._hover()
         self.robot_ids = [robot_name(k) for k in range(config.n)]
 
@@ -128,6 +129,7 @@ class AerialRun:
         payload, robots = self._truth_states()
         self.command = self.team.update(payload, robots, self.trajectory(0.0), None)
         self.team.payload.integral[:] = 0.0
+        self._apply_rotors()
 
     # ----- state ------------------------------------------------------------------------
     def _body_state(self, body: int) -> RigidBodyState:
@@ -172,7 +174,7 @@ class AerialRun:
     ) -> AerialResult:
         """Simulate up to ``until`` (at most the scenario's end) and return what was recorded."""
         rows: list[dict] = []
-        wall = physics = 0.0
+        physics = 0.0
         start = time.perf_counter()
         while not self.done and self.time <= until + 1e-9:
             rows.append(self._control_step())
@@ -217,7 +219,6 @@ class AerialRun:
 
     def _apply_rotors(self) -> None:
         _, robots = self._truth_states()
-        self.rpm = np.zeros((self.config.n, 4))
         for k, state in enumerate(robots):
             f, M = self.team.attitude(k, state, self.command.force[k], self.command.R_des[k])
             self.rpm[k] = self.rotors.speeds(f, M)
@@ -239,7 +240,7 @@ class AerialRun:
         d, s = self.data, self.config.sensors
         m_payload, m_robots, m_head = mocap
         n = self.config.n
-        rpm = getattr(self, "rpm", np.zeros((n, 4)))
+        rpm = self.rpm
         noisy_rpm = rpm * (1 + self.rng.normal(scale=s.rpm_noise, size=rpm.shape))
         if s.rpm_step > 0:
             noisy_rpm = np.round(noisy_rpm / s.rpm_step) * s.rpm_step

@@ -7,13 +7,14 @@
    0.7 m from the payload centre, then walks along while the payload flies 1.5 m to its goal
    (a planned minimum-jerk move: the admittance loop that lets the person push is part 2).
    Robot-robot and robot-head distances of the flown robots, mean and std over the time the
-   head is within 1.5 m of the payload, for the gradient (a = 2, b = 2) and the optimisation
+   head is within 1.5 m of the payload, for the gradient (a = 1, b = 2) and the optimisation
    (r_r = h_r = 0.75 m) methods, beside the paper's. The paper's human trajectory, a and b are
    unreported: compare the pattern, not the digits (notes 6.4).
-2. Time per call against n (attach points on a 0.35 m... 2 m circle so that 0.75 m spacing
-   is feasible): payload controller, nominal distribution, one gradient step, SLSQP (warm and
-   cold start). Median of repeated calls, wall clock on a shared 2-core machine (noisy). The
-   paper reports no timings, only Table IV's complexity (gradient O(n), SLSQP O(n^3)).
+2. Time per call against n (attach points on a circle wide enough for 0.75 m robot spacing,
+   the head 0.8 m outside it): payload controller, nominal distribution, one gradient step,
+   SLSQP (warm and cold start). Median of repeated calls, wall clock on a shared 2-core
+   machine (noisy). The paper reports no timings, only Table IV's complexity (gradient O(n),
+   SLSQP O(n^3)).
 3. Real-time factor of the closed-loop simulation for n = 3 and 8 (nominal distribution).
 """
 
@@ -65,7 +66,7 @@ def transport(method: str) -> dict:
         "human": {
             "head": {"start": [-2.8, 0.0], "height": 1.7, "speed": 0.3, "stop_distance": 0.7}
         },
-        "control": {"method": method, "gradient_a": 2.0, "gradient_b": 2.0},
+        "control": {"method": method, "gradient_a": 1.0, "gradient_b": 2.0},
     }
 
 

@@ -156,4 +156,5 @@ def test_sim_node_has_the_topics_of_its_interface(ros_context):
         ros_context, "sim_node", "/", parameters, ["robot_1", "robot_2"]
     )
     assert_matches(expected, found)
-    assert "/robot_2/imu" in found["publishes"] and not found["subscribes"] and not services
+    assert "/robot_2/imu" in found["publishes"] and not services
+    assert set(found["subscribes"]) == {"/payload/reference/pose", "/payload/reference/twist"}

@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
 
         result = scenario.run(seed=seed, progress=advance)
     ground_truth = not args.no_ground_truth
+    if hasattr(scenario, "write_outputs"):  # scenario types with their own topics (aerial)
+        return scenario.write_outputs(result, out, args.storage, ground_truth)
     with tqdm(total=message_count(result, ground_truth), unit="msg", desc="write bag") as bar:
         write_simulation_bag(result, out / "bag", args.storage, ground_truth, bar.update)
 

@@ -18,17 +18,20 @@ import sys
 import threading
 import time
 
+import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import TransformStamped
+from geometry_msgs.msg import PoseStamped, TransformStamped, TwistStamped
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from std_msgs.msg import Header
 from tf2_msgs.msg import TFMessage
 
 from ...bags import rclpy_class
+from ...core.aerial.payload_controller import PayloadReference
+from ...sim import topics as ground_topics
+from ...sim.aerial import topics as aerial_topics
 from ...sim.scenario import ScenarioError, SimulationResult, load_scenario
-from ...sim.topics import latched_streams, latched_topics, sample_streams, topic_types
-from ..conversions import to_time, to_transform
+from ..conversions import pose_matrix, to_time, to_transform, twist_vector
 from ..graph import data_file
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Topic
 from ..parameters import Param, ParameterError, declare
@@ -128,6 +131,22 @@ INTERFACE = NodeInterface(
             "(`publish_tf`)",
         ),
     ],
+    subscribes=[
+        Topic(
+            "/payload/reference/pose",
+            "geometry_msgs/msg/PoseStamped",
+            "reliable",
+            "aerial scenarios: the payload's reference pose in `world`, replacing the "
+            "scenario's waypoints (a planner steering the team)",
+        ),
+        Topic(
+            "/payload/reference/twist",
+            "geometry_msgs/msg/TwistStamped",
+            "reliable",
+            "aerial scenarios: the reference's twist in `world` (angular first in the core); "
+            "zero until one arrives",
+        ),
+    ],
     parameters=[
         Param(
             "scenario",
@@ -204,23 +223,28 @@ class SimNode(Node):
             raise ParameterError(f"{where}: {error}") from None
         self.duration = scenario.duration
         first = self.stepper.advance(self.stepper.start_time)
+        aerial = first.scenario_type == "aerial_cable_team"
+        self._topics = aerial_topics if aerial else ground_topics
         self._outputs = {
             topic: self.create_publisher(rclpy_class(kind), topic, self._qos(topic, first))
-            for topic, kind in topic_types(first, p.publish_ground_truth).items()
+            for topic, kind in self._topics.topic_types(first, p.publish_ground_truth).items()
             if self._publishes(topic)
         }
+        self._subscribe_reference()
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         self._trees: dict[str, LinkTree] = {}
-        if p.publish_tf:
+        # Aerial scenarios have no URDF robots: their frames are drawn by the aerial markers.
+        self._publishes_tf = p.publish_tf and not aerial
+        if self._publishes_tf:
             self._start_tf(first)
         self.published = 0
-        self._publish(latched_streams(first, p.publish_ground_truth))
+        self._publish(self._topics.latched_streams(first, p.publish_ground_truth))
         self._first: SimulationResult | None = first
         self._phase = first.phases[-1].name
         self._wall_start: float | None = None
         self.finished = threading.Event()
         self.get_logger().info(
-            f"{scenario.name}: {len(first.robots)} robots, {self.duration:.1f} s simulated at "
+            f"{scenario.name}: {len(scenario.robots)} robots, {self.duration:.1f} s simulated at "
             + (f"{p.real_time_factor:g}x real time" if p.real_time_factor else "full speed")
         )
         self._timer = steady_timer(self, TICK, self._tick)
@@ -277,9 +301,34 @@ class SimNode(Node):
             return self.params.publish_true_grasps if truth else self.params.publish_grasp_state
         return True
 
-    @staticmethod
-    def _qos(topic: str, result: SimulationResult) -> QoSProfile:
-        if topic in latched_topics(result):
+    def _subscribe_reference(self) -> None:
+        """The payload reference (aerial scenarios): a pose, and optionally its twist. Aerial
+        runs publish the topics of ``sim/aerial/topics.py`` instead of the ground ones."""
+        self._reference_twist = np.zeros(6)
+        self.create_subscription(
+            PoseStamped, "/payload/reference/pose", self._on_reference_pose, RELIABLE_QOS
+        )
+        self.create_subscription(
+            TwistStamped, "/payload/reference/twist", self._on_reference_twist, RELIABLE_QOS
+        )
+
+    def _on_reference_twist(self, msg: TwistStamped) -> None:
+        self._reference_twist = twist_vector(msg.twist)  # (omega, v) in world
+
+    def _on_reference_pose(self, msg: PoseStamped) -> None:
+        if not hasattr(self.stepper, "set_reference"):
+            self.get_logger().warning(
+                "/payload/reference/pose ignored: only aerial scenarios take a payload reference",
+                once=True,
+            )
+            return
+        T = pose_matrix(msg.pose)
+        R, (omega, v) = T[:3, :3], (self._reference_twist[:3], self._reference_twist[3:])
+        reference = PayloadReference(x=T[:3, 3], v=v, R=R, Omega=R.T @ omega)
+        self.stepper.set_reference(reference)
+
+    def _qos(self, topic: str, result: SimulationResult) -> QoSProfile:
+        if topic in self._topics.latched_topics(result):
             return LATCHED_QOS
         return RELIABLE_QOS if topic == "/clock" else SENSOR_QOS
 
@@ -310,9 +359,11 @@ class SimNode(Node):
             chunk = self.stepper.advance(self.stepper.time + step)
         self._phase = chunk.phases[-1].name
         self._publish(
-            sample_streams(chunk, self.params.publish_ground_truth, self._outputs.__contains__)
+            self._topics.sample_streams(
+                chunk, self.params.publish_ground_truth, self._outputs.__contains__
+            )
         )
-        if self.params.publish_tf:
+        if self._publishes_tf:
             self._publish_tf(chunk)
         if self.stepper.done:
             self._timer.cancel()

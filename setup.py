@@ -49,6 +49,8 @@ setup(
         "mujoco>=3.1",
         "pin>=3.0",
         "rosbags>=0.10",
+        "pycddlib>=2.1.6",
+        "osqp>=1.0",
         "transforms3d>=0.4",
         "matplotlib>=3.7",
         "PyYAML>=6",

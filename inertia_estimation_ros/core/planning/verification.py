@@ -36,6 +36,7 @@ class Verification:
     certified: bool
     sdp_solves: int
     pairs: int  # (instant, row) pairs covered
+    exact: bool  # False: the solve budget ran out and max_violation is an upper bound
 
 
 class WorstCaseVerifier:
@@ -84,12 +85,12 @@ class WorstCaseVerifier:
         C = np.einsum("hw,twp->thp", self.H, Y).reshape(-1, 10)
         bounds = self.upper_bounds(C)
         order = np.argsort(-bounds)
-        best, best_pair, solves = -np.inf, int(order[0]), 0
+        best, best_pair, solves, exact = -np.inf, int(order[0]), 0, True
         for pair in order:
             if bounds[pair] <= best:
                 break
             if solves == max_solves:
-                best, best_pair = float(bounds[pair]), int(pair)
+                best, best_pair, exact = float(bounds[pair]), int(pair), False
                 break
             value = self.worst_case(C[pair])
             solves += 1
@@ -103,4 +104,5 @@ class WorstCaseVerifier:
             certified=bool(best <= 0.0),
             sdp_solves=solves,
             pairs=len(C),
+            exact=exact,
         )

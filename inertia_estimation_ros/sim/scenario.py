@@ -33,7 +33,10 @@ from ..core.samples import GraspSeries
 from ..core.spatial import transform
 
 # Scenario types shipped with the package: type name -> module that registers it.
-_BUILTIN_TYPES = {"ground_team": "inertia_estimation_ros.sim.ground_team"}
+_BUILTIN_TYPES = {
+    "ground_team": "inertia_estimation_ros.sim.ground_team",
+    "tray_balancing": "inertia_estimation_ros.sim.tray_balancing",
+}
 _REGISTRY: dict[str, type] = {}
 _REQUIRED = object()
 

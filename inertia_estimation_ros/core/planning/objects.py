@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..cooperative.payload_properties import payload_properties
 from ..identification.shapes import Box, Cylinder
 from ..inertial import InertialParameters
 from .contact import ContactPolygon
@@ -145,20 +146,19 @@ class ComEstimate:
     def from_parameters(
         cls, theta: np.ndarray, covariance: np.ndarray, valid: bool, T_e_s: np.ndarray | None
     ) -> ComEstimate:
-        """From theta = [m, h, ...] in the estimator's frame {s} and its 10x10 covariance:
-        c = h/m, first-order covariance dc = (dh - c dm)/m, moved into {e} by T_e_s."""
+        """From theta = [m, h, ...] in the estimator's frame {s} and its 10x10 covariance
+        (``payload_properties``: c = h/m at first order), moved into {e} by T_e_s."""
         theta, covariance = np.asarray(theta, dtype=float), np.asarray(covariance, dtype=float)
         T = np.eye(4) if T_e_s is None else np.asarray(T_e_s, dtype=float)
         if not (np.all(np.isfinite(theta)) and np.all(np.isfinite(covariance))):
             raise PolytopeError("the estimate has non-finite parameters or covariance: re-estimate")
-        if valid and not theta[0] > 0:
+        if not valid:
+            return cls(T[:3, 3], np.zeros((3, 3)), False)
+        if not theta[0] > 0:
             raise PolytopeError(f"the estimate's mass {theta[0]} is not positive")
-        m = theta[0] if theta[0] > 0 else 1.0
-        c = theta[1:4] / m
-        G = np.hstack([-c[:, None] / m, np.eye(3) / m])  # d c / d (m, h)
-        cov = G @ covariance[:4, :4] @ G.T
+        props = payload_properties(theta, covariance)
         R = T[:3, :3]
-        return cls(R @ c + T[:3, 3], R @ cov @ R.T, bool(valid))
+        return cls(R @ props.p_s_c + T[:3, 3], R @ props.p_s_c_covariance @ R.T, True)
 
 
 def informed_com_box(

@@ -31,6 +31,7 @@ CONSOLE_SCRIPTS = [
     "coordinator_node=inertia_estimation_ros.ros.nodes.coordinator_node:main",
     "robot_node=inertia_estimation_ros.ros.nodes.robot_node:main",
     "sim_node=inertia_estimation_ros.ros.nodes.sim_node:main",
+    "planner_node=inertia_estimation_ros.ros.nodes.planner_node:main",
 ]
 
 setup(

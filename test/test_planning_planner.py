@@ -16,6 +16,7 @@ from inertia_estimation_ros.core.planning.planner import (
     PlanningError,
     TrayPlanner,
 )
+from inertia_estimation_ros.core.planning.session import verify_plan
 from inertia_estimation_ros.core.planning.tray import (
     body_motion,
     interpolate,
@@ -81,6 +82,17 @@ def test_robust_plan_is_certified_for_every_realizable_inertia(robust_plan):
     times = robust_plan.sample_times(0.02)
     result = verifier.verify(times, regressors(robust_plan.states(times)))
     assert result.certified and result.exact and result.max_violation < -0.1
+
+
+def test_several_objects_are_planned_and_certified_together():
+    """A cylinder and a box side by side: one virtual object per vertex of each polytope."""
+    can = BalancedObject.cylinder(0.05, 0.3, centre_xy=(0.06, 0.0), mu=0.3, name="can")
+    box = BalancedObject.box((0.1, 0.1, 0.25), centre_xy=(-0.07, 0.0), name="box")
+    planner = TrayPlanner([can, box], "robust", PlannerSettings(duration=3.0))
+    assert len(planner.virtual) == 16
+    plan = planner.plan(START, np.array([1.0, 0.5, 1.0]))
+    results = verify_plan(plan, [can, box], max_solves=80)
+    assert all(r.certified and r.exact for r in results.values())
 
 
 def test_unreachable_goal_and_infeasible_horizon_are_refused():

@@ -50,7 +50,7 @@ def test_notes_check_values(case):
     assert robust_constraint_values(H, TRANSLATING, centroid).max() == pytest.approx(
         -4.81, abs=1e-9
     )
-    # pure translation: the inertia drops out and the SDP equals the vertex maximum (Thm. 1)
+    # pure translation: the inertia drops out and the SDP equals the vertex maximum (Sec. IV-B)
     vertices = robust_constraint_values(H, TRANSLATING, obj.parameters_at(obj.com_vertices))
     np.testing.assert_allclose(translating, vertices.max(axis=0), atol=1e-4)
 
@@ -154,3 +154,15 @@ def test_com_covariance_from_parameter_covariance():
     np.testing.assert_allclose(estimate.covariance, np.cov(coms.T), rtol=0.1, atol=1e-7)
     with pytest.raises(PolytopeError, match="non-finite"):
         ComEstimate.from_parameters(theta, np.full((10, 10), np.inf), True, None)
+
+
+def test_cylinder_sdp_equals_the_vertex_maximum_in_translation():
+    """A cylinder off the tray centre, octagonal contacts: Eq. 13 on the cylinder's moment
+    relaxation equals Sec. IV-B's vertex maximum when the inertia drops out, and rest is safe."""
+    obj = BalancedObject.cylinder(0.05, 0.3, centre_xy=(0.06, 0.0), mu=0.3, name="can")
+    H = obj.contacts.face_form()
+    verifier = WorstCaseVerifier(obj, H)
+    sdp = [verifier.worst_case(row @ TRANSLATING) for row in H]
+    vertices = robust_constraint_values(H, TRANSLATING, obj.parameters_at(obj.com_vertices))
+    np.testing.assert_allclose(sdp, vertices.max(axis=0), atol=1e-4)
+    assert verifier.verify(np.zeros(1), STATIC[None]).max_violation < 0

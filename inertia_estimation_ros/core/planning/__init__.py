@@ -2,7 +2,7 @@
 
 * ``contact``: friction pyramids, the contact wrench cone in span and face form (cdd);
 * ``objects``: objects on the tray, their CoM polytopes (from an estimate or the paper's
-  default) and the robust vertex constraints (Thm. 1);
+  default) and the robust vertex constraints (Sec. IV-B);
 * ``verification``: the worst-case SDP over realizable inertias (Eq. 13);
 * ``tray``: the free-flying tray's kinematics (6-DoF triple integrator);
 * ``planner``: the OCP (Eq. 7) by Gauss-Newton SQP with OSQP.

@@ -1,12 +1,14 @@
-"""Objects on the tray, their CoM polytopes and the robust vertex constraints (paper 004, Thm. 1).
+"""Objects on the tray, their CoM polytopes and the robust vertex constraints (paper 004, IV-B).
 
 An object is known by its bounding shape K (a ``Box`` or ``Cylinder`` of
 ``core.identification.shapes``, in the tray frame {e}), its contact polygon, and a
-polytope C of possible CoMs (its vertices). Theorem 1 of the paper: the contact
-wrench cone is convex and the gravito-inertial wrench w_GI = Y(xi, eta) theta is
-affine in the CoM for a fixed inertia about the CoM, so w_GI lies in the cone for
-every CoM in C iff it does for the CoM at each vertex of C ("virtual objects").
-The mass drops out for a single object (the cone is a cone), so m = 1.
+polytope C of possible CoMs (its vertices). Paper Sec. IV-B: the contact wrench cone
+is convex and w_GI = Y(xi, eta) theta is linear in theta, so balancing every "virtual
+object" theta_k (nominal inertia, CoM at vertex k of C) balances every theta in
+conv{theta_k}, which holds a body for each CoM in C. Without rotation the inertia drops
+out and that covers every CoM in C exactly; with rotation the parallel-axis term is
+quadratic in the CoM, and only the verification SDP (Eq. 13) covers all inertias. The
+mass drops out for a single object (the cone is a cone), so m = 1.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
          p_N = p_d, dq_N = 0, ddq_N = 0                              (terminal, Eq. U-9)
 
 r_k = (Y(x_k) theta_j - G lambda_{k,j}) / sqrt(6 n_obj): the frictionless Newton-Euler
-residual of virtual object j (one per CoM-polytope vertex for "robust", Thm. 1), each
+residual of virtual object j (one per CoM-polytope vertex for "robust", Sec. IV-B), each
 with its own contact normal forces (notes §3.5). Solved by 3 Gauss-Newton SQP
 iterations from the resting state; each QP is sparse and solved by OSQP, warm-started
 from the previous iterate. The tray's limits are hard: they are the team's limits, and
@@ -68,7 +68,7 @@ class VirtualObject:
 
 
 def virtual_objects(objects: list[BalancedObject], method: str) -> list[VirtualObject]:
-    """Robust: one per CoM-polytope vertex (Thm. 1); center / top: the paper's baselines,
+    """Robust: one per CoM-polytope vertex (Sec. IV-B); center / top: the paper's baselines,
     CoM at the object's centroid or on its top face, on the axis."""
     if method not in METHODS:
         raise PlanningError(f"method {method!r} is not one of {METHODS}")

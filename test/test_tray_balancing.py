@@ -46,3 +46,23 @@ def test_bad_scenarios_are_refused():
         load_scenario({**CASE, "com_offset": [0.1, 0.0, 0.0]})
     with pytest.raises(ScenarioError, match="method"):
         load_scenario({**CASE, "method": "nominal"})
+
+
+def test_simulate_writes_a_bag_of_tray_box_and_contact(tmp_path, capsys):
+    import yaml
+
+    from inertia_estimation_ros.bags import read_bag
+    from inertia_estimation_ros.cli import main
+
+    scenario = tmp_path / "tray.yaml"
+    case = {**CASE, "height": 0.3, "com_offset": [0.06, 0.06, 0.15], "method": "robust"}
+    scenario.write_text(yaml.safe_dump(case))
+    assert main(["simulate", str(scenario), "--out", str(tmp_path / "run")]) == 0
+    assert "success" in capsys.readouterr().out
+    messages = list(read_bag(tmp_path / "run" / "bag"))
+    topics = {m.topic for m in messages}
+    assert topics == {"/tray/pose", "/tray/object_pose", "/tray/object_in_contact"}
+    contact = [m.message.data for m in messages if m.topic == "/tray/object_in_contact"]
+    assert len(contact) == 600 and all(contact)  # 6 s every 10 ms, always touching
+    last_tray = [m.message for m in messages if m.topic == "/tray/pose"][-1]
+    assert last_tray.pose.position.x == pytest.approx(2.0, abs=1e-3)

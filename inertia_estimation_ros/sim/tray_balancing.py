@@ -15,14 +15,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import mujoco
 import numpy as np
 
+from ..bags import write_bag
 from ..core.planning.objects import BalancedObject
 from ..core.planning.planner import PlannerSettings, TrayPlan, TrayPlanner
 from ..core.planning.tray import NQ, rotation
-from ..core.spatial import rotation_angle
+from ..core.spatial import rotation_angle, transform
 from .scenario import ScenarioError, Section, scenario_type
 
 FAILURE_DISTANCE = 0.5  # [m], the authors' threshold (notes §7.6)
@@ -143,11 +145,7 @@ def _measure(records: list) -> TrayRun:
     free = np.array([r[2] for r in records])
     R_tray = rotation(tray)
     offsets = np.einsum("nji,nj->ni", R_tray, free[:, :3] - tray[:, :3])
-    R_obj = np.empty((len(free), 3, 3))
-    for k, quat in enumerate(free[:, 3:7]):
-        mat = np.empty(9)
-        mujoco.mju_quat2Mat(mat, quat)
-        R_obj[k] = mat.reshape(3, 3)
+    R_obj = _matrices(free[:, 3:7])
     relative = np.einsum("nji,njk->nik", R_tray, R_obj)
     tilt = np.array([rotation_angle(relative[0].T @ Rk) for Rk in relative])
     return TrayRun(
@@ -159,6 +157,53 @@ def _measure(records: list) -> TrayRun:
         displacement=np.linalg.norm(offsets - offsets[0], axis=1),
         tilt=tilt,
     )
+
+
+TRAY_TOPICS = {
+    "/tray/pose": "geometry_msgs/msg/PoseStamped",
+    "/tray/object_pose": "geometry_msgs/msg/PoseStamped",
+    "/tray/object_in_contact": "std_msgs/msg/Bool",
+}
+
+
+def write_tray_bag(run: TrayRun, path: Path, storage: str = "mcap") -> Path:
+    """The run as a rosbag2: tray pose, box pose (world frame "world") and contact state."""
+    from geometry_msgs.msg import PoseStamped
+    from std_msgs.msg import Bool
+
+    from ..ros.conversions import to_pose, to_time
+
+    def stamped(t: float, T: np.ndarray, frame: str) -> PoseStamped:
+        msg = PoseStamped(pose=to_pose(T))
+        msg.header.frame_id, msg.header.stamp = frame, to_time(t)
+        return msg
+
+    def streams():  # noqa: ANN202 - one generator per topic, time ordered
+        R_tray, R_obj = rotation(run.tray_pose), _matrices(run.object_quaternion)
+        yield [
+            ("/tray/pose", TRAY_TOPICS["/tray/pose"], int(t * 1e9),
+             stamped(t, transform(R, p), "world"))
+            for t, R, p in zip(run.time, R_tray, run.tray_pose[:, :3], strict=True)
+        ]  # fmt: skip
+        yield [
+            ("/tray/object_pose", TRAY_TOPICS["/tray/object_pose"], int(t * 1e9),
+             stamped(t, transform(R, p), "world"))
+            for t, R, p in zip(run.time, R_obj, run.object_position, strict=True)
+        ]  # fmt: skip
+        yield [
+            ("/tray/object_in_contact", TRAY_TOPICS["/tray/object_in_contact"], int(t * 1e9),
+             Bool(data=bool(c)))
+            for t, c in zip(run.time, run.in_contact, strict=True)
+        ]  # fmt: skip
+
+    return write_bag(path, list(streams()), storage)
+
+
+def _matrices(quaternions_wxyz: np.ndarray) -> np.ndarray:
+    out = np.empty((len(quaternions_wxyz), 9))
+    for k, quat in enumerate(quaternions_wxyz):
+        mujoco.mju_quat2Mat(out[k], quat)
+    return out.reshape(-1, 3, 3)
 
 
 @scenario_type("tray_balancing")
@@ -181,6 +226,8 @@ class TrayBalancingScenario:
         self.inertia_scale, self.goal, self.method = inertia_scale, goal, method
         self.settings, self.mu, self.seed = settings, mu, 0
         self.size = np.array([0.15, 0.15, height])
+        self.config: dict = {}
+        self.duration = settings.duration + 1.0  # plan, then the hold
         if np.any(np.abs(com_offset) > self.size / 2):
             raise ScenarioError(f"{name}: com_offset {com_offset} lies outside the box")
 
@@ -197,6 +244,7 @@ class TrayBalancingScenario:
             mu=section.number("mu", 0.2, low=0.0),
         )
         section.done()
+        scenario.config = dict(section.data)
         return scenario
 
     def plan(self) -> TrayPlan:
@@ -215,6 +263,16 @@ class TrayBalancingScenario:
             progress(1.0)
         run.wall_time = time.perf_counter() - began
         return run
+
+    def simulate_to(self, out: Path, storage: str = "mcap") -> str:
+        """``inertia_estimation simulate``: run, write ``out/bag``, return a summary line."""
+        run = self.run()
+        write_tray_bag(run, out / "bag", storage)
+        verdict = "success" if run.success else "FAILED"
+        return (
+            f"{self.method} plan: {verdict}, box moved {100 * run.max_displacement:.1f} cm and "
+            f"tilted {np.rad2deg(run.tilt.max()):.1f} deg on the tray; wrote {out / 'bag'}"
+        )
 
     def stepper(self, seed: int | None = None) -> None:
         raise ScenarioError(

@@ -51,3 +51,23 @@ def test_bad_input_is_refused(tmp_path, capsys):
     assert main(["verify", str(_write(tmp_path, "junk.npz", {"a": 1}))]) == 2
     assert "not a plan" in capsys.readouterr().out
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_plan_takes_the_com_polytope_from_an_estimate_bag(tmp_path, capsys):
+    import numpy as np
+
+    from inertia_estimation_ros.bags import write_bag
+    from inertia_estimation_ros.msg import PayloadEstimate
+
+    msg = PayloadEstimate(com_valid=True)
+    msg.parameters = [2.0, 0.02, 0.0, 0.3, 0, 0, 0, 0, 0, 0]  # CoM (0.01, 0, 0.15) in {s}
+    msg.parameter_covariance = list((1e-6 * np.eye(10)).ravel())
+    topic = "/payload_estimate"
+    write_bag(tmp_path / "bag", [[(topic, "inertia_estimation_ros/msg/PayloadEstimate", 1, msg)]])
+    spec = _write(tmp_path, "box.yaml", SPEC)
+    args = ["plan", str(spec), "--estimate-bag", str(tmp_path / "bag"), *BUDGET]
+    assert main([*args, "--tray-offset", "0", "0", "0.05"]) == 0
+    out = capsys.readouterr().out
+    # sigma(c) ~ sigma(h) / m = 0.5 mm: a +- 1.5 mm box around (0.01, 0, 0.10) in {e}
+    assert "from the estimate: [[ 0.008 -0.002  0.098], [0.012 0.002 0.102]]" in out
+    assert "CERTIFIED" in out

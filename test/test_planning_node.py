@@ -113,6 +113,13 @@ def test_refusals_then_a_certified_trajectory(ros_context):
         points = got["trajectory"][0].points
         assert points[-1].transforms[0].translation.x == pytest.approx(1.0, abs=1e-3)
         assert len(points) == 31
+        # the estimated CoM moves by 2 cm (> replan_com_change): a new plan from the goal
+        moved = _estimate(com_valid=True)
+        moved.parameters[1] = 0.03
+        estimates.publish(moved)
+        assert spin_until(executor, lambda: len(got["trajectory"]) == 2, 120.0)
+        first = got["trajectory"][1].points[0].transforms[0].translation
+        assert first.x == pytest.approx(1.0, abs=1e-3)  # starts where the last plan ended
     finally:
         executor.shutdown()
         peer.destroy_node()

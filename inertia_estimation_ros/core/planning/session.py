@@ -18,7 +18,7 @@ from .planner import PlannerSettings, TrayPlan, TrayPlanner
 from .tray import regressors
 from .verification import Verification, WorstCaseVerifier
 
-VERIFY_PERIOD = 0.02  # [s] between verified instants
+VERIFY_PERIOD = 0.01  # [s] between verified instants (the paper's)
 
 
 @dataclass

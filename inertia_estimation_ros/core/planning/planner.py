@@ -36,7 +36,9 @@ class PlanningError(RuntimeError):
 
 @dataclass(frozen=True)
 class PlannerSettings:
-    """Horizon, limits and weights (paper 004 §VII values where they apply to a tray)."""
+    """Horizon, limits and weights. Weights, dt, 3 SQP iterations, w_s = 100 and the jerk
+    limits (base 20, arm 80) are the paper's (notes §4.0); the velocity, acceleration, tilt
+    and workspace limits are ours, for a tray carried by a team."""
 
     duration: float = 4.0  # T [s]
     dt: float = 0.1  # node spacing [s]

@@ -22,6 +22,7 @@ from trajectory_msgs.msg import MultiDOFJointTrajectory
 from inertia_estimation_ros.msg import PayloadEstimate
 from inertia_estimation_ros.ros.interface import LATCHED_QOS, RELIABLE_QOS
 from inertia_estimation_ros.ros.nodes.planner_node import PlannerNode
+from inertia_estimation_ros.ros.parameters import ParameterError
 from inertia_estimation_ros.ros.spin import spin_until
 
 PARAMETERS = {
@@ -37,6 +38,15 @@ def test_planner_node_has_the_topics_of_its_interface(ros_context):
     expected, found, services = introspect(ros_context, "planner_node", "/", PARAMETERS, [])
     assert_matches(expected, found)
     assert services == {"plan"}
+
+
+def test_an_object_too_narrow_for_the_inset_is_a_parameter_error(ros_context):
+    with pytest.raises(ParameterError, match="object_size.*narrower"):
+        PlannerNode(
+            context=ros_context,
+            parameter_overrides=[Parameter("object_size", value=[0.02, 0.02, 0.3])],
+            use_global_arguments=False,
+        )
 
 
 def _estimate(com_valid: bool, covariance_scale: float = 1e-6) -> PayloadEstimate:

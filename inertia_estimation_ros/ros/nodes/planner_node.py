@@ -32,7 +32,7 @@ from ...core.spatial import transform
 from ...msg import PayloadEstimate
 from ..conversions import pose_matrix, to_quaternion, to_vector3
 from ..interface import LATCHED_QOS, RELIABLE_QOS, NodeInterface, Service, Topic
-from ..parameters import Param, declare
+from ..parameters import Param, ParameterError, declare
 from ..runtime import diagnostics, run_executable
 
 INTERFACE = NodeInterface(
@@ -137,10 +137,15 @@ class PlannerNode(Node):
         super().__init__("planner_node", **kwargs)
         self.p = declare(self, INTERFACE.parameters)
         size = self.p.object_size
-        if self.p.object_shape == "box":
-            self.object = BalancedObject.box(tuple(size), mu=self.p.mu)
-        else:
-            self.object = BalancedObject.cylinder(size[0] / 2, size[2], mu=self.p.mu)
+        try:
+            if self.p.object_shape == "box":
+                self.object = BalancedObject.box(tuple(size), mu=self.p.mu)
+            else:
+                self.object = BalancedObject.cylinder(size[0] / 2, size[2], mu=self.p.mu)
+        except PolytopeError as error:
+            raise ParameterError(
+                f"parameter '{self.get_fully_qualified_name()}.object_size' = {size}: {error}"
+            ) from None
         self.T_e_s = transform(np.eye(3), -np.asarray(self.p.tray_offset))
         self.estimate: ComEstimate | None = None
         self.estimate_error = ""

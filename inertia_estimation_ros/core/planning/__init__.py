@@ -5,5 +5,6 @@
   default) and the robust vertex constraints (Sec. IV-B);
 * ``verification``: the worst-case SDP over realizable inertias (Eq. 13);
 * ``tray``: the free-flying tray's kinematics (6-DoF triple integrator);
-* ``planner``: the OCP (Eq. 7) by Gauss-Newton SQP with OSQP.
+* ``planner``: the OCP (Eq. 7) by Gauss-Newton SQP with OSQP;
+* ``session``: plan + verify, and saved plans (what the node and the CLI share).
 """

@@ -91,7 +91,7 @@ def test_several_objects_are_planned_and_certified_together():
     planner = TrayPlanner([can, box], "robust", PlannerSettings(duration=3.0))
     assert len(planner.virtual) == 16
     plan = planner.plan(START, np.array([1.0, 0.5, 1.0]))
-    results = verify_plan(plan, [can, box], max_solves=80)
+    results = verify_plan(plan, [can, box], max_solves=120, period=0.05)
     assert all(r.certified and r.exact for r in results.values())
 
 

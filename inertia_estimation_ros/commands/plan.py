@@ -67,6 +67,7 @@ def _estimate_from_bag(path: Path, topic: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     import yaml
 
+    from ..core.consistency import ConsistencyError
     from ..core.planning.objects import PolytopeError
     from ..core.planning.planner import PlannerSettings, PlanningError
     from ..core.planning.session import plan_and_verify, save_plan
@@ -85,7 +86,14 @@ def run(args: argparse.Namespace) -> int:
         if args.estimate_bag is not None:
             objects = _inform(objects, _estimate_from_bag(args.estimate_bag, args.topic), args)
         outcome = plan_and_verify(objects, method, settings, start, goal, args.max_solves)
-    except (OSError, ValueError, ScenarioError, PolytopeError, PlanningError) as error:
+    except (
+        OSError,
+        ValueError,
+        ScenarioError,
+        PolytopeError,
+        PlanningError,
+        ConsistencyError,
+    ) as error:
         print(f"plan refused: {error}")
         return EXIT_REFUSED
     print(outcome.summary())

@@ -13,6 +13,7 @@ from pathlib import Path
 def run(args: argparse.Namespace) -> int:
     import yaml
 
+    from ..core.consistency import ConsistencyError
     from ..core.planning.objects import PolytopeError
     from ..core.planning.session import PlanOutcome, load_plan, verify_plan
     from ..sim.scenario import ScenarioError
@@ -24,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
             spec = yaml.safe_load(args.objects.read_text())
         objects = objects_from_spec(spec)
         outcome = PlanOutcome(plan, verify_plan(plan, objects, args.max_solves))
-    except (OSError, ValueError, ScenarioError, PolytopeError) as error:
+    except (OSError, ValueError, ScenarioError, PolytopeError, ConsistencyError) as error:
         print(f"verify refused: {error}")
         return EXIT_REFUSED
     print(outcome.summary())

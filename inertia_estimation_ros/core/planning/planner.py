@@ -287,11 +287,14 @@ class TrayPlanner:
             solver.warm_start(x=z)
             result = solver.solve(raise_error=False)
             statuses.append(result.info.status)
-            if result.info.status not in ("solved", "solved inaccurate"):
+            status = result.info.status
+            if "infeasible" in status:
                 raise PlanningError(
-                    f"the planning QP is {result.info.status}: the goal cannot be reached within "
+                    f"the planning QP is {status}: the goal cannot be reached within "
                     f"T = {s.duration} s under the limits; increase the duration or the limits"
                 )
+            if status not in ("solved", "solved inaccurate"):
+                raise PlanningError(f"the QP solver stopped without a solution ({status})")
             z = result.x
         elapsed, cpu = time.perf_counter() - began, time.process_time() - began_cpu
         U = z[(N + 1) * NX : (N + 1) * NX + N * NQ].reshape(N, NQ)

@@ -55,10 +55,13 @@ class PlanOutcome:
 
 
 def verify_plan(
-    plan: TrayPlan, objects: list[BalancedObject], max_solves: int = 400
+    plan: TrayPlan,
+    objects: list[BalancedObject],
+    max_solves: int = 400,
+    period: float = VERIFY_PERIOD,
 ) -> dict[str, Verification]:
-    """Eq. 13 for every object along the plan, every ``VERIFY_PERIOD``."""
-    times = plan.sample_times(VERIFY_PERIOD)
+    """Eq. 13 for every object along the plan, every ``period`` seconds."""
+    times = plan.sample_times(period)
     Y = regressors(plan.states(times))
     return {
         obj.name: WorstCaseVerifier(obj, obj.contacts.face_form()).verify(times, Y, max_solves)

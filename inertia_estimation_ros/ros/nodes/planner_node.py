@@ -24,6 +24,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ...core.consistency import ConsistencyError
 from ...core.planning.objects import BalancedObject, ComEstimate, PolytopeError, informed_com_box
 from ...core.planning.planner import METHODS, PlannerSettings, PlanningError
 from ...core.planning.session import PlanOutcome, plan_and_verify
@@ -235,6 +236,8 @@ class PlannerNode(Node):
                 )
             except (PolytopeError, PlanningError) as error:
                 return self._refuse(str(error))
+            except ConsistencyError as error:
+                return self._refuse(f"the verification SDP could not be solved: {error}")
             values = {
                 "reason": reason,
                 "polytope": f"{source}: [{np.round(obj.com_lo, 3)}, {np.round(obj.com_hi, 3)}]",

@@ -31,6 +31,7 @@ CONSOLE_SCRIPTS = [
     "coordinator_node=inertia_estimation_ros.ros.nodes.coordinator_node:main",
     "robot_node=inertia_estimation_ros.ros.nodes.robot_node:main",
     "sim_node=inertia_estimation_ros.ros.nodes.sim_node:main",
+    "planner_node=inertia_estimation_ros.ros.nodes.planner_node:main",
 ]
 
 setup(
@@ -49,6 +50,8 @@ setup(
         "mujoco>=3.1",
         "pin>=3.0",
         "rosbags>=0.10",
+        "pycddlib>=2.1.6",
+        "osqp>=1.0",
         "transforms3d>=0.4",
         "matplotlib>=3.7",
         "PyYAML>=6",

@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .commands import demo, estimate, record, replay, report, simulate
+from .commands import demo, estimate, plan, record, replay, report, simulate, verify
 
-COMMANDS = [demo, simulate, record, replay, estimate, report]
+COMMANDS = [demo, simulate, record, replay, estimate, report, plan, verify]
 
 
 def build_parser() -> argparse.ArgumentParser:

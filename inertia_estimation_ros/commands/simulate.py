@@ -51,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {out / 'bag'} exists; choose another --out or remove it")
         return 2
     out.mkdir(parents=True, exist_ok=True)
+    if hasattr(scenario, "simulate_to"):  # a scenario with its own topics (tray_balancing)
+        print(scenario.simulate_to(out, args.storage))
+        return 0
 
     with tqdm(total=round(scenario.duration, 3), unit="sim s", desc="simulate") as bar:
 

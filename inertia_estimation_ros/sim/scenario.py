@@ -36,6 +36,7 @@ from ..core.spatial import transform
 _BUILTIN_TYPES = {
     "ground_team": "inertia_estimation_ros.sim.ground_team",
     "aerial_cable_team": "inertia_estimation_ros.sim.aerial.scenario",
+    "tray_balancing": "inertia_estimation_ros.sim.tray_balancing",
 }
 _REGISTRY: dict[str, type] = {}
 _REQUIRED = object()

@@ -25,6 +25,7 @@ NODES: dict[str, tuple[str, str]] = {
     "coordinator_node": ("inertia_estimation_ros.ros.nodes.coordinator_node", "CoordinatorNode"),
     "robot_node": ("inertia_estimation_ros.ros.nodes.robot_node", "RobotNode"),
     "sim_node": ("inertia_estimation_ros.ros.nodes.sim_node", "SimNode"),
+    "planner_node": ("inertia_estimation_ros.ros.nodes.planner_node", "PlannerNode"),
 }
 
 

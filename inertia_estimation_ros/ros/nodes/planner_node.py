@@ -1,0 +1,355 @@
+"""``planner_node``: verified robust balancing trajectories for the carried tray (paper 004).
+
+A thin adapter over ``core.planning``: the latched ``PayloadEstimate`` becomes the object's
+CoM polytope (k sigma around the estimated CoM, clipped to the object inset by 1.5 cm;
+the paper's full-height box while the CoM is not valid, if allowed), a goal pose or the
+``~/plan`` service starts a plan (Eq. 7) from the last goal, every plan is verified
+against every realizable inertia (Eq. 13), and only a certified plan is published.
+Every refusal (no or unusable estimate, empty polytope, unreachable goal, infeasible QP,
+uncertified plan) is a diagnostic and the service's message, never a trajectory.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import Point, PoseStamped, Transform, Twist, Vector3
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from std_msgs.msg import ColorRGBA, String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
+from visualization_msgs.msg import Marker, MarkerArray
+
+from ...core.consistency import ConsistencyError
+from ...core.planning.objects import BalancedObject, ComEstimate, PolytopeError, informed_com_box
+from ...core.planning.planner import METHODS, PlannerSettings, PlanningError
+from ...core.planning.session import PlanOutcome, plan_and_verify
+from ...core.planning.tray import body_motion, rotation
+from ...core.spatial import transform
+from ...msg import PayloadEstimate
+from ..conversions import pose_matrix, to_quaternion, to_vector3
+from ..interface import LATCHED_QOS, RELIABLE_QOS, NodeInterface, Service, Topic
+from ..parameters import Param, ParameterError, declare
+from ..runtime import diagnostics, run_executable
+
+INTERFACE = NodeInterface(
+    executable="planner_node",
+    description=(
+        "Robust balancing trajectories for the tray the team carries (paper 004; "
+        "`core/planning/`): the object's CoM polytope comes from the latched estimate "
+        "(k sigma, clipped, inset), a goal or `~/plan` starts the planner (3 SQP iterations), "
+        "each plan is verified for every realizable inertia (Eq. 13) and published only if "
+        "certified. Re-plans when the estimated CoM moves by more than `replan_com_change`."
+    ),
+    publishes=[
+        Topic(
+            "~/trajectory",
+            "trajectory_msgs/msg/MultiDOFJointTrajectory",
+            "latched",
+            "the certified tray trajectory (joint `tray`: pose, world velocity, acceleration)",
+        ),
+        Topic(
+            "~/verification",
+            "std_msgs/msg/String",
+            "latched",
+            "JSON: certified, worst-case violation, when, which face, or the refusal",
+        ),
+        Topic(
+            "~/markers",
+            "visualization_msgs/msg/MarkerArray",
+            "latched",
+            "CoM polytope and contact polygon (tray frame), planned path, worst-case point",
+        ),
+        Topic(
+            "/diagnostics",
+            "diagnostic_msgs/msg/DiagnosticArray",
+            "reliable",
+            "last plan or refusal: cause, worst case, planning time, polytope",
+        ),
+    ],
+    subscribes=[
+        Topic(
+            "payload_estimate",
+            "inertia_estimation_ros/msg/PayloadEstimate",
+            "latched",
+            "the coordinator's estimate: the CoM and its covariance in {s}",
+        ),
+        Topic("~/goal", "geometry_msgs/msg/PoseStamped", "reliable", "goal tray position (plans)"),
+    ],
+    services=[Service("~/plan", "std_srvs/srv/Trigger", "plan to the last goal now")],
+    parameters=[
+        Param("object_shape", "string", "box", "box or cylinder", choices=("box", "cylinder")),
+        Param(
+            "object_size",
+            "double_array",
+            [0.15, 0.15, 0.6],
+            "box: [l_x, l_y, h]; cylinder: [diameter, diameter, h] [m]",
+            bounds=(1e-3, 5.0),
+            length=3,
+        ),
+        Param("mu", "double", 0.2, "friction coefficient for verification", bounds=(0.0, 2.0)),
+        Param(
+            "tray_offset",
+            "double_array",
+            [0.0, 0.0, 0.0],
+            "p_s_e: the tray surface frame's origin in the estimate's frame {s} (same axes) [m]",
+            length=3,
+        ),
+        Param(
+            "k_sigma", "double", 3.0, "CoM box half-width in standard deviations", bounds=(0, 10)
+        ),
+        Param(
+            "require_valid_estimate",
+            "bool",
+            True,
+            "refuse while the CoM is not valid; false: plan with the paper's full-height box",
+        ),
+        Param("method", "string", "robust", "robust, center or top", choices=METHODS),
+        Param("duration", "double", 5.0, "plan duration T [s]", bounds=(0.5, 60.0)),
+        Param(
+            "start_pose",
+            "double_array",
+            [0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
+            "first start [x, y, z, roll, pitch, yaw]; later plans start at the last goal",
+            length=6,
+        ),
+        Param("frame_id", "string", "world", "frame of goals and trajectories", nonempty=True),
+        Param("tray_frame", "string", "tray", "frame of the tray surface (markers)", nonempty=True),
+        Param(
+            "replan_com_change",
+            "double",
+            0.01,
+            "re-plan when the estimated CoM moves by more than this [m]",
+            bounds=(0.0, 1.0),
+        ),
+        Param("max_solves", "int", 400, "verification SDP budget per object", bounds=(1, 100000)),
+    ],
+)
+
+
+class PlannerNode(Node):
+    """The planner node (see the module docstring); rclpy ``Node`` keyword arguments pass."""
+
+    def __init__(self, **kwargs: object):
+        super().__init__("planner_node", **kwargs)
+        self.p = declare(self, INTERFACE.parameters)
+        size = self.p.object_size
+        try:
+            if self.p.object_shape == "box":
+                self.object = BalancedObject.box(tuple(size), mu=self.p.mu)
+            else:
+                self.object = BalancedObject.cylinder(size[0] / 2, size[2], mu=self.p.mu)
+        except PolytopeError as error:
+            raise ParameterError(
+                f"parameter '{self.get_fully_qualified_name()}.object_size' = {size}: {error}"
+            ) from None
+        self.T_e_s = transform(np.eye(3), -np.asarray(self.p.tray_offset))
+        self.estimate: ComEstimate | None = None
+        self.estimate_error = ""
+        self.planned_com: np.ndarray | None = None
+        self.goal: np.ndarray | None = None
+        self.start = np.asarray(self.p.start_pose, dtype=float)
+        self._lock = threading.Lock()
+        self._trajectory = self.create_publisher(
+            MultiDOFJointTrajectory, "~/trajectory", LATCHED_QOS
+        )
+        self._verification = self.create_publisher(String, "~/verification", LATCHED_QOS)
+        self._markers = self.create_publisher(MarkerArray, "~/markers", LATCHED_QOS)
+        self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        group = MutuallyExclusiveCallbackGroup()
+        self.create_subscription(
+            PayloadEstimate,
+            "payload_estimate",
+            self._on_estimate,
+            LATCHED_QOS,
+            callback_group=group,
+        )
+        self.create_subscription(
+            PoseStamped, "~/goal", self._on_goal, RELIABLE_QOS, callback_group=group
+        )
+        self.create_service(Trigger, "~/plan", self._on_plan, callback_group=group)
+
+    # ----- inputs ------------------------------------------------------------------------
+    def _on_estimate(self, msg: PayloadEstimate) -> None:
+        try:
+            self.estimate = ComEstimate.from_parameters(
+                np.asarray(msg.parameters),
+                np.asarray(msg.parameter_covariance).reshape(10, 10),
+                bool(msg.com_valid),
+                self.T_e_s,
+            )
+            self.estimate_error = ""
+        except PolytopeError as error:
+            self.estimate, self.estimate_error = None, f"unusable PayloadEstimate: {error}"
+            self._report("ERROR", self.estimate_error, {})
+            return
+        moved = (
+            self.planned_com is not None
+            and self.estimate.valid
+            and np.linalg.norm(self.estimate.p_e_c - self.planned_com) > self.p.replan_com_change
+        )
+        if moved and self.goal is not None:
+            self.plan("the estimated CoM moved")
+
+    def _on_goal(self, msg: PoseStamped) -> None:
+        if msg.header.frame_id and msg.header.frame_id != self.p.frame_id:
+            self._report("ERROR", f"goal in frame '{msg.header.frame_id}', expected "
+                         f"'{self.p.frame_id}': transform it first", {})  # fmt: skip
+            return
+        self.goal = pose_matrix(msg.pose)[:3, 3]
+        self.plan("new goal")
+
+    def _on_plan(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        if self.goal is None:
+            response.success, response.message = False, "no goal yet: publish one on ~/goal"
+            return response
+        response.success, response.message = self.plan("~/plan called")
+        return response
+
+    # ----- planning ----------------------------------------------------------------------
+    def _object(self) -> tuple[BalancedObject, str]:
+        """The object with its CoM polytope; PolytopeError with the reason if refused."""
+        if self.estimate_error:
+            raise PolytopeError(self.estimate_error)
+        if self.estimate is None or not self.estimate.valid:
+            if self.p.require_valid_estimate:
+                raise PolytopeError(
+                    "no PayloadEstimate with a valid CoM yet: excite the payload (see its "
+                    "advice) or set require_valid_estimate false to plan for the full-height box"
+                )
+            return self.object, "uninformed (paper's full-height box)"
+        informed, _ = informed_com_box(self.object, self.estimate, self.p.k_sigma)
+        return informed, f"informed ({self.p.k_sigma:g} sigma)"
+
+    def plan(self, reason: str) -> tuple[bool, str]:
+        """Plan, verify and publish; (certified?, message)."""
+        with self._lock:
+            try:
+                obj, source = self._object()
+                settings = PlannerSettings(duration=self.p.duration)
+                outcome = plan_and_verify(
+                    [obj], self.p.method, settings, self.start, self.goal, self.p.max_solves
+                )
+            except (PolytopeError, PlanningError) as error:
+                return self._refuse(str(error))
+            except ConsistencyError as error:
+                return self._refuse(f"the verification SDP could not be solved: {error}")
+            values = {
+                "reason": reason,
+                "polytope": f"{source}: [{np.round(obj.com_lo, 3)}, {np.round(obj.com_hi, 3)}]",
+                "planning_time_ms": f"{1e3 * outcome.plan.solve_time:.0f}",
+                "worst_case": f"{outcome.worst[1].max_violation:+.3f}",
+            }
+            self._publish_verification(outcome, source)
+            self._publish_markers(obj, outcome)
+            if not outcome.certified:
+                return self._refuse(
+                    f"plan not certified (worst case {outcome.worst[1].max_violation:+.3f} at "
+                    f"t = {outcome.worst[1].time:.2f} s): lengthen `duration`"
+                )
+            self._trajectory.publish(self._trajectory_message(outcome))
+            self.start = np.concatenate([self.goal, outcome.plan.X[-1, 3:6]])
+            self.planned_com = None if self.estimate is None else self.estimate.p_e_c
+            message = "certified plan published: " + outcome.summary().replace("\n", "; ")
+            self._report("OK", "certified plan published", values)
+            return True, message
+
+    def _refuse(self, message: str) -> tuple[bool, str]:
+        self.get_logger().error(f"plan refused: {message}")
+        self._verification.publish(
+            String(data=json.dumps({"certified": False, "refused": message}))
+        )
+        self._report("ERROR", f"plan refused: {message}", {})
+        return False, f"plan refused: {message}"
+
+    # ----- outputs -----------------------------------------------------------------------
+    def _report(self, level: str, message: str, values: dict) -> None:
+        self._diagnostics.publish(diagnostics(self, level, message, values))
+
+    def _publish_verification(self, outcome: PlanOutcome, source: str) -> None:
+        name, worst = outcome.worst
+        data = {
+            "certified": outcome.certified,
+            "max_violation": worst.max_violation,
+            "time": worst.time,
+            "face": worst.row,
+            "object": name,
+            "exact": worst.exact,
+            "polytope": source,
+        }
+        self._verification.publish(String(data=json.dumps(data)))
+
+    def _trajectory_message(self, outcome: PlanOutcome) -> MultiDOFJointTrajectory:
+        plan = outcome.plan
+        msg = MultiDOFJointTrajectory(joint_names=["tray"])
+        msg.header.frame_id = self.p.frame_id
+        msg.header.stamp = self.get_clock().now().to_msg()
+        V, dV, _ = body_motion(plan.X)
+        R = rotation(plan.X[:, :6])
+        for k, t in enumerate(plan.times):
+            omega_w = R[k] @ V[k, :3]
+            alpha_w = R[k] @ dV[k, :3]
+            point = MultiDOFJointTrajectoryPoint(
+                transforms=[
+                    Transform(translation=to_vector3(plan.X[k, :3]), rotation=to_quaternion(R[k]))
+                ],
+                velocities=[Twist(linear=to_vector3(plan.X[k, 6:9]), angular=to_vector3(omega_w))],
+                accelerations=[
+                    Twist(linear=to_vector3(plan.X[k, 12:15]), angular=to_vector3(alpha_w))
+                ],
+            )
+            point.time_from_start.sec = int(t)
+            point.time_from_start.nanosec = int(round((t - int(t)) * 1e9))
+            msg.points.append(point)
+        return msg
+
+    def _publish_markers(self, obj: BalancedObject, outcome: PlanOutcome) -> None:
+        stamp = self.get_clock().now().to_msg()
+        name, worst = outcome.worst
+
+        def marker(ns: str, kind: int, frame: str, color: tuple) -> Marker:
+            m = Marker(ns=ns, id=0, type=kind, action=Marker.ADD)
+            m.header.frame_id, m.header.stamp = frame, stamp
+            m.pose.orientation.w = 1.0
+            m.color = ColorRGBA(r=color[0], g=color[1], b=color[2], a=color[3])
+            return m
+
+        polytope = marker("com_polytope", Marker.CUBE, self.p.tray_frame, (1.0, 0.6, 0.0, 0.4))
+        polytope.pose.position = _point((obj.com_lo + obj.com_hi) / 2)
+        polytope.scale = to_vector3(np.maximum(obj.com_hi - obj.com_lo, 1e-3))
+        contacts = marker("contact_polygon", Marker.LINE_STRIP, self.p.tray_frame, (0.2, 0.4, 1, 1))
+        contacts.scale.x = 0.005
+        corners = obj.contacts.points[self._polygon_order(obj.contacts.points)]
+        contacts.points = [_point(p) for p in corners]
+        contacts.points.append(contacts.points[0])
+        path = marker("planned_path", Marker.LINE_STRIP, self.p.frame_id, (0.1, 0.8, 0.1, 1.0))
+        path.scale.x = 0.01
+        path.points = [_point(x[:3]) for x in outcome.plan.X]
+        red = worst.max_violation > 0
+        spot = marker(
+            "worst_case",
+            Marker.SPHERE,
+            self.p.frame_id,
+            (1.0 if red else 0.1, 0.1 if red else 0.8, 0.1, 1.0),
+        )
+        where = outcome.plan.states(np.array([worst.time]))[0, :3]
+        spot.pose.position = _point(where)
+        spot.scale = Vector3(x=0.05, y=0.05, z=0.05)
+        self._markers.publish(MarkerArray(markers=[polytope, contacts, path, spot]))
+
+    @staticmethod
+    def _polygon_order(points: np.ndarray) -> np.ndarray:
+        centre = points.mean(axis=0)
+        return np.argsort(np.arctan2(points[:, 1] - centre[1], points[:, 0] - centre[0]))
+
+
+def _point(p: np.ndarray) -> Point:
+    return Point(x=float(p[0]), y=float(p[1]), z=float(p[2]))
+
+
+def main() -> int:
+    return run_executable("planner_node")

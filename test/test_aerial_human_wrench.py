@@ -1,0 +1,101 @@
+"""The human-wrench estimator (paper 002, eqs. 38-39) against known applied wrenches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import chi2
+
+from inertia_estimation_ros.core.aerial.allocation import E3, GRAVITY, CableAllocation
+from inertia_estimation_ros.core.aerial.human_wrench import (
+    HumanWrenchEstimator,
+    UnobservableWrenchError,
+)
+from inertia_estimation_ros.core.spatial import exp3
+
+RHO_L = np.array([[-0.1540, -0.267, 0.01125], [0.3083, 0.0, 0.01125], [-0.1540, 0.267, 0.01125]])
+MASS, INERTIA = 0.278, np.diag([0.00625019392, 0.00625019392, 0.01245978846])  # RotorTM
+R_L = exp3([0.05, -0.03, 0.4])
+HUMAN = np.array([0.3, -0.2, 0.4, 0.02, -0.01, 0.015])  # [F_H (I); M_H (L)]
+MOTION = {  # payload acceleration (I), body rate and angular acceleration (L)
+    "accel": np.array([0.2, -0.1, 0.3]),
+    "Omega": np.array([0.1, -0.2, 0.3]),
+    "Omega_dot": np.array([0.5, 0.2, -0.4]),
+}
+CABLE_STD, TENSION_STD = 5e-3, 0.05  # per robot: xi (each axis), mu [N]
+CABLE_COVARIANCES = np.tile(np.diag([CABLE_STD**2] * 3 + [TENSION_STD**2]), (3, 1, 1))
+
+
+def cable_tensions(human: np.ndarray, accel, Omega, Omega_dot) -> tuple[np.ndarray, np.ndarray]:
+    """(mu (n,), xi (n, 3)) of taut cables that, with the human wrench, produce the motion:
+    P mu_vec = [m_L (x_ddot + g e3); J Omega_dot + Omega x J Omega] - w_H (eqs. 3, 5)."""
+    inertial = np.concatenate(
+        [MASS * (accel + GRAVITY * E3), INERTIA @ Omega_dot + np.cross(Omega, INERTIA @ Omega)]
+    )
+    vectors = CableAllocation(RHO_L).solve(R_L, inertial - human).reshape(-1, 3)
+    assert np.all(vectors[:, 2] > 0.5), "every cable pulls the payload up (taut)"
+    tension = np.linalg.norm(vectors, axis=1)
+    return tension, -vectors / tension[:, None]
+
+
+ESTIMATOR = HumanWrenchEstimator(RHO_L, MASS, INERTIA)
+
+
+def test_noise_free_recovery_quasi_static_at_rest_and_dynamic_in_motion():
+    still = {key: np.zeros(3) for key in MOTION}
+    tension, xi = cable_tensions(HUMAN, **still)
+    static = ESTIMATOR.quasi_static(R_L, tension, xi, CABLE_COVARIANCES)
+    np.testing.assert_allclose(static.wrench, HUMAN, atol=1e-12)
+    tension, xi = cable_tensions(HUMAN, **MOTION)
+    dynamic = ESTIMATOR.dynamic(R_L, tension, xi, CABLE_COVARIANCES, **MOTION)
+    np.testing.assert_allclose(dynamic.wrench, HUMAN, atol=1e-12)
+    static = ESTIMATOR.quasi_static(R_L, tension, xi, CABLE_COVARIANCES)
+    assert np.abs(static.wrench - HUMAN)[:3].max() > 0.05  # the inertia read as human force
+
+
+def test_no_human_reads_zero():
+    tension, xi = cable_tensions(np.zeros(6), **{key: np.zeros(3) for key in MOTION})
+    static = ESTIMATOR.quasi_static(R_L, tension, xi, CABLE_COVARIANCES)
+    np.testing.assert_allclose(static.wrench, 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_estimate_error_within_its_covariance_chi_square(dynamic):
+    """2000 draws of noisy (xi_k, mu_k) (and payload accelerations for the dynamic form):
+    the mean of e^T Sigma^-1 e lies in the 95 % chi-square band of 6 x 2000 degrees of
+    freedom, and each axis's |error|/sigma has unit RMS within 10 %."""
+    rng = np.random.default_rng(5)
+    motion = MOTION if dynamic else {key: np.zeros(3) for key in MOTION}
+    tension, xi = cable_tensions(HUMAN, **motion)
+    accel_cov = np.diag([0.05**2] * 3 + [0.2**2] * 3)
+    draws, nees, z = 2000, [], []
+    for _ in range(draws):
+        mu_noisy = tension + TENSION_STD * rng.standard_normal(3)
+        xi_noisy = xi + CABLE_STD * rng.standard_normal((3, 3))
+        if dynamic:
+            measured = np.concatenate([motion["accel"], motion["Omega_dot"]])
+            measured += np.sqrt(np.diag(accel_cov)) * rng.standard_normal(6)
+            estimate = ESTIMATOR.dynamic(
+                R_L,
+                mu_noisy,
+                xi_noisy,
+                CABLE_COVARIANCES,
+                measured[:3],
+                motion["Omega"],
+                measured[3:],
+                accel_cov,
+            )
+        else:
+            estimate = ESTIMATOR.quasi_static(R_L, mu_noisy, xi_noisy, CABLE_COVARIANCES)
+        error = estimate.wrench - HUMAN
+        nees.append(error @ np.linalg.solve(estimate.covariance, error))
+        z.append(error / estimate.std)
+    low, high = chi2.ppf([0.025, 0.975], 6 * draws) / draws
+    print(f"mean NEES {np.mean(nees):.3f} in [{low:.3f}, {high:.3f}]")
+    assert low < np.mean(nees) < high
+    np.testing.assert_allclose(np.sqrt(np.mean(np.square(z), axis=0)), 1.0, atol=0.1)
+
+
+def test_two_robots_are_refused_the_wrench_is_not_observable():
+    with pytest.raises(UnobservableWrenchError, match="not observable.*n >= 3"):
+        HumanWrenchEstimator(RHO_L[:2], MASS, INERTIA)

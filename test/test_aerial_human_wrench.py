@@ -140,3 +140,9 @@ def test_wrench_from_three_cable_ukfs_within_its_covariance():
     print("error / sigma", error / estimate.std, "sigma", estimate.std)
     assert error @ np.linalg.solve(estimate.covariance, error) < chi2.ppf(0.999, 6)
     assert estimate.std[:3].max() < 0.2  # [N] (from 0.87 at the start); set by the mu random walk
+
+
+def test_inputs_of_the_wrong_size_are_refused_with_the_expected_shapes():
+    tension, xi = cable_tensions(HUMAN, **{key: np.zeros(3) for key in MOTION})
+    with pytest.raises(ValueError, match=r"tensions \(n,\).*got shapes"):
+        ESTIMATOR.quasi_static(R_L, tension[:2], xi[:2], CABLE_COVARIANCES[:2])

@@ -206,3 +206,22 @@ def test_an_indefinite_covariance_is_repaired_and_counted():
     assert ukf.counters["covariance_repairs"] == 1
     assert np.all(np.linalg.eigvalsh(ukf.filter.P) > 0)
     np.testing.assert_array_equal(ukf.filter.P, ukf.filter.P.T)
+
+
+def test_a_slack_cable_keeps_the_tension_estimate_non_negative():
+    """The robot hovers on its own thrust (f = m g): the cable is slack, mu = 0. The estimate
+    starts at 0.05 N and is pulled below zero by noise: it is clamped and counted."""
+    rng = np.random.default_rng(2)
+    truth = hover_state()
+    truth[ATTITUDE], truth[TENSION] = 0.0, 0.0
+    start = truth.copy()
+    start[TENSION] = 0.05
+    ukf = CableTensionUKF(MODEL, start, initial_covariance(), NOISE)
+    u = np.array([MODEL.mass * GRAVITY, 0.0, 0.0, 0.0])
+    for _ in range(60):
+        truth = MODEL.propagate(truth, u, DT)
+        ukf.predict(u, DT)
+        ukf.update_mocap(**measurement(rng, truth))
+        assert ukf.tension >= 0.0
+    assert ukf.counters["tension.clamped"] > 0
+    assert ukf.tension < 3 * ukf.tension_std

@@ -61,11 +61,23 @@ class HumanWrenchEstimator:
         self.mass = float(payload_mass)
         self.inertia = np.asarray(payload_inertia, dtype=float)
 
+    def _check_shapes(
+        self, tension: np.ndarray, xi: np.ndarray, cable_covariances: np.ndarray
+    ) -> None:
+        n = self.allocation.n
+        shapes = (np.shape(tension), np.shape(xi), np.shape(cable_covariances))
+        if shapes != ((n,), (n, 3), (n, 4, 4)):
+            raise ValueError(
+                f"expected the {n} robots' tensions (n,), cable directions (n, 3) and (xi, mu) "
+                f"covariances (n, 4, 4) in attach-point order, got shapes {shapes}"
+            )
+
     def quasi_static(
         self, R_L: np.ndarray, tension: np.ndarray, xi: np.ndarray, cable_covariances: np.ndarray
     ) -> HumanWrenchEstimate:
         """Eq. 39: w_H = -P mu + [m_L g e3; 0] (erratum 12: m = m_L); tension (n,), xi (n, 3),
         cable_covariances (n, 4, 4) of (xi_k, mu_k)."""
+        self._check_shapes(tension, xi, cable_covariances)
         wrench = self.allocation.external_wrench(R_L, tension, xi, self.mass)
         P = self.allocation.matrix(R_L)
         covariance = P @ tension_vector_covariance(tension, xi, cable_covariances) @ P.T

@@ -304,7 +304,9 @@ class CableTensionUKF:
     def _update(self, name: str, h: StateFunction, z: np.ndarray, stds: list[float]) -> bool:
         R = _diag(stds, [3] * len(stds))
         accepted = self.filter.update(name, h, z, R)
-        self.filter.x[TENSION] = max(self.filter.x[TENSION], 0.0)
+        if self.filter.x[TENSION] < 0.0:  # mu >= 0: a cable cannot push (slack: mu = 0)
+            self.filter.x[TENSION] = 0.0
+            self.counters["tension.clamped"] += 1
         return accepted
 
     def update_pose(self, p: np.ndarray, R: np.ndarray) -> bool:

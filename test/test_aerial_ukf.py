@@ -226,3 +226,9 @@ def test_a_slack_cable_keeps_the_tension_estimate_non_negative():
         assert ukf.tension >= 0.0
     assert ukf.counters["tension.clamped"] > 0
     assert ukf.tension < 3 * ukf.tension_std
+
+
+def test_a_step_backwards_in_time_is_refused_with_the_cause():
+    ukf = CableTensionUKF(MODEL, hover_state(), initial_covariance(), NOISE)
+    with pytest.raises(ValueError, match="must not run backwards"):
+        ukf.predict(rotor_input(0), -DT)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -120,6 +121,12 @@ def symmetric_positive_definite(P: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
         return P, np.linalg.cholesky(P), True
 
 
+@lru_cache(maxsize=64)
+def _gate(probability: float, dim: int) -> float:
+    """The Mahalanobis gate: the chi-square quantile of the NIS."""
+    return float(chi2.ppf(probability, dim))
+
+
 class UnscentedFilter:
     """A UKF on a state space with retract/local/mean (additive noise, sigma points
     redrawn before every predict and update); updates are gated (NaN, Mahalanobis) and
@@ -170,7 +177,7 @@ class UnscentedFilter:
         y = z - z_bar
         nis = float(y @ np.linalg.solve(S, y))
         self.last_nis[name] = nis
-        if self.gate_probability is not None and nis > chi2.ppf(self.gate_probability, len(z)):
+        if self.gate_probability is not None and nis > _gate(self.gate_probability, len(z)):
             self.counters[f"{name}.gated"] += 1
             return False
         P_xz = (self.space.local(sigmas, self.x).T * self.wc) @ dZ
@@ -291,6 +298,11 @@ class CableTensionUKF:
     def predict(self, u: np.ndarray, dt: float, attach_accel: np.ndarray | None = None) -> None:
         """Propagate by dt [s] with the rotor wrench u = [f, M]; a non-finite u (a NaN rotor
         speed) is counted ('input.nan') and the last valid input is held."""
+        if not dt >= 0.0:
+            raise ValueError(
+                f"UKF step dt = {dt} s: time must not run backwards; drop or reorder the "
+                "out-of-order sample before predicting"
+            )
         u = np.asarray(u, dtype=float)
         if np.all(np.isfinite(u)):
             self._last_input = u

@@ -232,3 +232,20 @@ def test_a_step_backwards_in_time_is_refused_with_the_cause():
     ukf = CableTensionUKF(MODEL, hover_state(), initial_covariance(), NOISE)
     with pytest.raises(ValueError, match="must not run backwards"):
         ukf.predict(rotor_input(0), -DT)
+
+
+def test_attitude_measured_across_yaw_pi_is_a_small_residual_on_the_manifold():
+    """Estimate at yaw pi - 0.01, mocap at yaw -pi + 0.005 (0.015 rad away): the manifold
+    update accepts it and moves the yaw across pi; the vector residual (~2 pi) is gated."""
+    x0 = hover_state(yaw=np.pi - 0.01)
+    x0[ATTITUDE] = [0.0, 0.0, np.pi - 0.01]
+    measured = exp3([0.0, 0.0, -np.pi + 0.005])
+    P0 = initial_covariance()
+    filters = [
+        CableTensionUKF(MODEL, x0, P0, NOISE, space=s)
+        for s in (AttitudeManifold(), EuclideanSpace())
+    ]
+    assert [ukf.update_pose(x0[:3], measured) for ukf in filters] == [True, False]
+    assert filters[1].counters["pose.gated"] == 1
+    yaw = filters[0].euler_zyx[0]  # in (-pi, pi]: across pi, 1 mrad from the measurement
+    assert -np.pi < yaw < -np.pi + 0.005 and abs(yaw - (-np.pi + 0.005)) < 2e-3

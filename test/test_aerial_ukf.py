@@ -249,3 +249,13 @@ def test_attitude_measured_across_yaw_pi_is_a_small_residual_on_the_manifold():
     assert filters[1].counters["pose.gated"] == 1
     yaw = filters[0].euler_zyx[0]  # in (-pi, pi]: across pi, 1 mrad from the measurement
     assert -np.pi < yaw < -np.pi + 0.005 and abs(yaw - (-np.pi + 0.005)) < 2e-3
+
+
+def test_a_robot_model_without_a_valid_mass_or_inertia_is_refused():
+    np.testing.assert_array_equal(
+        RobotCableModel(0.25, [1.0, 2.0, 3.0], 1.0).inertia, np.diag([1, 2, 3])
+    )
+    with pytest.raises(ValueError, match="mass > 0"):
+        RobotCableModel(-0.25, np.eye(3), 1.0)
+    with pytest.raises(ValueError, match="3x3 or diagonal"):
+        RobotCableModel(0.25, np.eye(2), 1.0)

@@ -191,12 +191,23 @@ class UnscentedFilter:
 
 @dataclass(frozen=True)
 class RobotCableModel:
-    """One quadrotor on a taut cable: mass m_k [kg], inertia J_k (3x3, body), cable length
+    """One quadrotor on a taut cable: mass m_k [kg], inertia J_k (body frame), cable length
     l_k [m]."""
 
     mass: float
     inertia: np.ndarray
     length: float
+
+    def __post_init__(self) -> None:
+        """The inertia as given (3x3) or as its diagonal (3,)."""
+        inertia = np.asarray(self.inertia, dtype=float)
+        inertia = np.diag(inertia) if inertia.shape == (3,) else inertia
+        if inertia.shape != (3, 3) or self.mass <= 0.0 or self.length <= 0.0:
+            raise ValueError(
+                f"robot model: need mass > 0 ({self.mass}), length > 0 ({self.length}) and a "
+                f"3x3 or diagonal (3,) inertia (shape {np.shape(self.inertia)})"
+            )
+        object.__setattr__(self, "inertia", inertia)
 
     def propagate(
         self, S: np.ndarray, u: np.ndarray, dt: float, attach_accel: np.ndarray | None = None

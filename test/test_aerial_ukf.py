@@ -251,7 +251,7 @@ def test_attitude_measured_across_yaw_pi_is_a_small_residual_on_the_manifold():
     assert -np.pi < yaw < -np.pi + 0.005 and abs(yaw - (-np.pi + 0.005)) < 2e-3
 
 
-def test_a_robot_model_without_a_valid_mass_or_inertia_is_refused():
+def test_a_robot_model_or_start_of_the_wrong_size_is_refused():
     np.testing.assert_array_equal(
         RobotCableModel(0.25, [1.0, 2.0, 3.0], 1.0).inertia, np.diag([1, 2, 3])
     )
@@ -259,3 +259,5 @@ def test_a_robot_model_without_a_valid_mass_or_inertia_is_refused():
         RobotCableModel(-0.25, np.eye(3), 1.0)
     with pytest.raises(ValueError, match="3x3 or diagonal"):
         RobotCableModel(0.25, np.eye(2), 1.0)
+    with pytest.raises(ValueError, match="finite covariance"):
+        CableTensionUKF(MODEL, hover_state(), np.eye(18))

@@ -142,6 +142,12 @@ class UnscentedFilter:
     ):
         self.x = np.asarray(x0, dtype=float).copy()
         self.P = np.asarray(P0, dtype=float).copy()
+        n = len(self.x)
+        if self.x.shape != (n,) or self.P.shape != (n, n) or not np.all(np.isfinite(self.P)):
+            raise ValueError(
+                f"UKF start: need a state (n,) and a finite covariance (n, n), got shapes "
+                f"{self.x.shape} and {self.P.shape}"
+            )
         self.space = space or EuclideanSpace()
         self.sigma_points = sigma_points or SigmaPoints()
         self.wm, self.wc = self.sigma_points.weights(len(self.x))

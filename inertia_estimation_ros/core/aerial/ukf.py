@@ -60,7 +60,7 @@ class AttitudeManifold(EuclideanSpace):
 
     def local(self, X: np.ndarray, x0: np.ndarray) -> np.ndarray:
         out = X - x0
-        relative = Rotation.from_rotvec(x0[ATTITUDE]).inv() * Rotation.from_rotvec(X[:, ATTITUDE])
+        relative = Rotation.from_rotvec(-x0[ATTITUDE]) * Rotation.from_rotvec(X[:, ATTITUDE])
         out[:, ATTITUDE] = relative.as_rotvec()
         return out
 
@@ -68,17 +68,17 @@ class AttitudeManifold(EuclideanSpace):
         """The weighted mean, the attitude's by Gauss-Newton on SO(3) (Karcher mean)."""
         out = weights @ X
         rotations = Rotation.from_rotvec(X[:, ATTITUDE])
-        R_mean = rotations[0]
+        phi = X[0, ATTITUDE]  # (R^-1 = exp(-phi): cheaper than Rotation.inv)
         for _ in range(10):
-            step = weights @ (R_mean.inv() * rotations).as_rotvec()
-            R_mean = R_mean * Rotation.from_rotvec(step)
-            if step @ step < 1e-24:
+            step = weights @ (Rotation.from_rotvec(-phi) * rotations).as_rotvec()
+            phi = (Rotation.from_rotvec(phi) * Rotation.from_rotvec(step)).as_rotvec()
+            if step @ step < 1e-20:  # |step| < 1e-10 rad
                 break
-        out[ATTITUDE] = R_mean.as_rotvec()
+        out[ATTITUDE] = phi
         return out
 
     def attitude_residual(self, phi: np.ndarray, R_measured: np.ndarray) -> np.ndarray:
-        return (Rotation.from_matrix(R_measured).inv() * Rotation.from_rotvec(phi)).as_rotvec()
+        return (Rotation.from_matrix(R_measured.T) * Rotation.from_rotvec(phi)).as_rotvec()
 
 
 @dataclass(frozen=True)

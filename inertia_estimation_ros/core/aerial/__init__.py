@@ -9,7 +9,10 @@ One module per block of the paper's Fig. 2:
 * ``payload_controller``: the payload's desired wrench (eqs. 10-12);
 * ``distribution``: nominal (eq. 13) and human-aware gradient distribution (eqs. 17-24);
 * ``optimization``: human-aware distribution by SLSQP (eqs. 25-27);
-* ``robot_controller``: each quadrotor's thrust and moments (eqs. 28-30, Mellinger-Kumar).
+* ``robot_controller``: each quadrotor's thrust and moments (eqs. 28-30, Mellinger-Kumar);
+* ``ukf``: each robot's 19-state robot + cable-tension UKF (eqs. 31-37), attitude on SO(3);
+* ``human_wrench``: the human's wrench from the tensions, quasi-static (eq. 39) and dynamic
+  (eq. 38), with its covariance.
 
 Frames and signs follow the paper (notes section 1.3): the payload wrench is the 6-vector
 ``[F; M]`` of eq. 3, **force first**, F in the world frame I and M in the payload frame L;

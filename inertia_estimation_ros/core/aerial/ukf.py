@@ -1,0 +1,414 @@
+"""The per-robot state and cable-tension UKF of paper 002 (Sec. VI-A1, eqs. 31-37, 41).
+
+State (19, eq. 31): ``x (0:3) | v (3:6) | phi (6:9) | Omega (9:12) | xi (12:15) | xi_dot
+(15:18) | mu (18)``. The attitude is stored as the rotation vector phi of R (R = exp3(phi)),
+but sigma points, means and residuals treat it on SO(3) (right perturbations R exp(dphi),
+an iterated Karcher mean, residuals log(R_a^T R_b)): no Euler-angle averaging. ZYX Euler
+angles (the paper's Theta) are only an output. Deviations from the paper (notes section 2.12):
+the standard update form (erratum 10), H = [I_18 0] (erratum 9), a 19x19 process noise Q
+(erratum 8) scaled with the step so that predictions may be asynchronous, and the
+attach-point acceleration a_k = g e3 unless given (erratum 11).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+from scipy.stats import chi2
+
+from ..spatial import exp3, log3
+from .allocation import E3, GRAVITY
+
+STATE_DIM = 19
+POSITION, VELOCITY, ATTITUDE, RATE = slice(0, 3), slice(3, 6), slice(6, 9), slice(9, 12)
+CABLE, CABLE_RATE, TENSION = slice(12, 15), slice(15, 18), 18
+
+StateFunction = Callable[[np.ndarray], np.ndarray]  # (m, 19) -> (m, d), a stack of states
+
+
+class EuclideanSpace:
+    """Every block added as a vector (the parametrization filterpy assumes). All methods
+    take stacks of states, shape (m, 19)."""
+
+    def retract(self, X: np.ndarray, dX: np.ndarray) -> np.ndarray:
+        return X + dX
+
+    def local(self, X: np.ndarray, x0: np.ndarray) -> np.ndarray:
+        return X - x0
+
+    def mean(self, X: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        return weights @ X
+
+    def attitude_residual(self, phi: np.ndarray, R_measured: np.ndarray) -> np.ndarray:
+        return phi - log3(R_measured)
+
+
+class AttitudeManifold(EuclideanSpace):
+    """The attitude block on SO(3) (right perturbations R exp(dphi)), all other blocks
+    vectors."""
+
+    def retract(self, X: np.ndarray, dX: np.ndarray) -> np.ndarray:
+        out = X + dX
+        rotations = Rotation.from_rotvec(X[..., ATTITUDE]) * Rotation.from_rotvec(dX[..., ATTITUDE])
+        out[..., ATTITUDE] = rotations.as_rotvec()
+        return out
+
+    def local(self, X: np.ndarray, x0: np.ndarray) -> np.ndarray:
+        out = X - x0
+        relative = Rotation.from_rotvec(-x0[ATTITUDE]) * Rotation.from_rotvec(X[:, ATTITUDE])
+        out[:, ATTITUDE] = relative.as_rotvec()
+        return out
+
+    def mean(self, X: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """The weighted mean, the attitude's by Gauss-Newton on SO(3) (Karcher mean)."""
+        out = weights @ X
+        rotations = Rotation.from_rotvec(X[:, ATTITUDE])
+        phi = X[0, ATTITUDE]  # (R^-1 = exp(-phi): cheaper than Rotation.inv)
+        for _ in range(10):
+            step = weights @ (Rotation.from_rotvec(-phi) * rotations).as_rotvec()
+            phi = (Rotation.from_rotvec(phi) * Rotation.from_rotvec(step)).as_rotvec()
+            if step @ step < 1e-20:  # |step| < 1e-10 rad
+                break
+        out[ATTITUDE] = phi
+        return out
+
+    def attitude_residual(self, phi: np.ndarray, R_measured: np.ndarray) -> np.ndarray:
+        return (Rotation.from_matrix(R_measured.T) * Rotation.from_rotvec(phi)).as_rotvec()
+
+
+@dataclass(frozen=True)
+class SigmaPoints:
+    """The scaled unscented transform (Julier; Wan & van der Merwe). The default
+    alpha = 1, beta = 0, kappa = 0 gives lambda = 0: the cubature rule (2n equally weighted
+    points; the centre point has weight 0), whose covariance weights are never negative."""
+
+    alpha: float = 1.0
+    beta: float = 0.0
+    kappa: float = 0.0
+
+    def weights(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        lam = self.alpha**2 * (n + self.kappa) - n
+        wm = np.full(2 * n + 1, 0.5 / (n + lam))
+        wc = wm.copy()
+        wm[0] = lam / (n + lam)
+        wc[0] = wm[0] + 1.0 - self.alpha**2 + self.beta
+        return wm, wc
+
+    def points(self, x: np.ndarray, L: np.ndarray, space: EuclideanSpace) -> np.ndarray:
+        """x, then x [+] column i of sqrt(n + lambda) L, then x [+] minus it; L L^T = P."""
+        n = len(x)
+        scaled = np.sqrt(self.alpha**2 * (n + self.kappa)) * L
+        steps = np.vstack([np.zeros(n), scaled.T, -scaled.T])
+        return space.retract(np.tile(x, (2 * n + 1, 1)), steps)
+
+
+def symmetric_positive_definite(P: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(P, L, repaired): P symmetrized and its Cholesky factor L; eigenvalues lifted to a
+    floor (repaired = True) if P was not positive definite."""
+    P = 0.5 * (P + P.T)
+    try:
+        return P, np.linalg.cholesky(P), False
+    except np.linalg.LinAlgError:
+        values, vectors = np.linalg.eigh(P)
+        floor = 1e-12 * max(float(np.abs(values).max()), 1e-12)
+        P = (vectors * np.maximum(values, floor)) @ vectors.T
+        P = 0.5 * (P + P.T)
+        return P, np.linalg.cholesky(P), True
+
+
+@lru_cache(maxsize=64)
+def _gate(probability: float, dim: int) -> float:
+    """The Mahalanobis gate: the chi-square quantile of the NIS."""
+    return float(chi2.ppf(probability, dim))
+
+
+class UnscentedFilter:
+    """A UKF on a state space with retract/local/mean (additive noise, sigma points
+    redrawn before every predict and update); updates are gated (NaN, Mahalanobis) and
+    counted in ``counters`` ('<name>.accepted', '<name>.nan', '<name>.gated')."""
+
+    def __init__(
+        self,
+        x0: np.ndarray,
+        P0: np.ndarray,
+        space: EuclideanSpace | None = None,
+        sigma_points: SigmaPoints | None = None,
+        gate_probability: float | None = 0.9999,
+    ):
+        self.x = np.asarray(x0, dtype=float).copy()
+        self.P = np.asarray(P0, dtype=float).copy()
+        n = len(self.x)
+        if self.x.shape != (n,) or self.P.shape != (n, n) or not np.all(np.isfinite(self.P)):
+            raise ValueError(
+                f"UKF start: need a state (n,) and a finite covariance (n, n), got shapes "
+                f"{self.x.shape} and {self.P.shape}"
+            )
+        self.space = space or EuclideanSpace()
+        self.sigma_points = sigma_points or SigmaPoints()
+        self.wm, self.wc = self.sigma_points.weights(len(self.x))
+        self.gate_probability = gate_probability
+        self.counters: Counter[str] = Counter()
+        self.last_nis: dict[str, float] = {}
+
+    def _sigmas(self) -> np.ndarray:
+        self.P, L, repaired = symmetric_positive_definite(self.P)
+        if repaired:
+            self.counters["covariance_repairs"] += 1
+        return self.sigma_points.points(self.x, L, self.space)
+
+    def predict(self, f: StateFunction, Q: np.ndarray) -> None:
+        """x <- mean f(chi_i), P <- sum wc d d^T + Q."""
+        propagated = f(self._sigmas())
+        self.x = self.space.mean(propagated, self.wm)
+        D = self.space.local(propagated, self.x)
+        P = (D.T * self.wc) @ D + Q
+        self.P = 0.5 * (P + P.T)
+
+    def update(self, name: str, h: StateFunction, z: np.ndarray, R: np.ndarray) -> bool:
+        """The standard update x <- x [+] K (z - z_bar) (erratum 10); False if z was refused."""
+        z = np.asarray(z, dtype=float)
+        if not np.all(np.isfinite(z)):
+            self.counters[f"{name}.nan"] += 1
+            return False
+        sigmas = self._sigmas()
+        Z = h(sigmas)
+        z_bar = self.wm @ Z
+        dZ = Z - z_bar
+        S = (dZ.T * self.wc) @ dZ + R
+        y = z - z_bar
+        nis = float(y @ np.linalg.solve(S, y))
+        self.last_nis[name] = nis
+        if self.gate_probability is not None and nis > _gate(self.gate_probability, len(z)):
+            self.counters[f"{name}.gated"] += 1
+            return False
+        P_xz = (self.space.local(sigmas, self.x).T * self.wc) @ dZ
+        K = np.linalg.solve(S, P_xz.T).T
+        self.x = self.space.retract(self.x, K @ y)
+        self.P = self.P - K @ S @ K.T
+        self.P = 0.5 * (self.P + self.P.T)
+        self.counters[f"{name}.accepted"] += 1
+        return True
+
+
+@dataclass(frozen=True)
+class RobotCableModel:
+    """One quadrotor on a taut cable: mass m_k [kg], inertia J_k (body frame), cable length
+    l_k [m]."""
+
+    mass: float
+    inertia: np.ndarray
+    length: float
+
+    def __post_init__(self) -> None:
+        """The inertia as given (3x3) or as its diagonal (3,)."""
+        inertia = np.asarray(self.inertia, dtype=float)
+        inertia = np.diag(inertia) if inertia.shape == (3,) else inertia
+        if inertia.shape != (3, 3) or self.mass <= 0.0 or self.length <= 0.0:
+            raise ValueError(
+                f"robot model: need mass > 0 ({self.mass}), length > 0 ({self.length}) and a "
+                f"3x3 or diagonal (3,) inertia (shape {np.shape(self.inertia)})"
+            )
+        object.__setattr__(self, "inertia", inertia)
+
+    def propagate(
+        self, S: np.ndarray, u: np.ndarray, dt: float, attach_accel: np.ndarray | None = None
+    ) -> np.ndarray:
+        """g(S, U) of eq. 34 for a state (19,) or a stack (m, 19), with x_ddot from eq. 6,
+        Omega_dot from eq. 7 and xi_ddot from eq. 35; R <- R exp(Omega dt) (erratum 7); xi
+        renormalized and xi_dot made perpendicular to it; mu a random walk."""
+        S = np.asarray(S, dtype=float)
+        X = np.atleast_2d(S)
+        f, M = u[0], u[1:4]
+        R = Rotation.from_rotvec(X[:, ATTITUDE])
+        Omega, xi, xi_dot, mu = X[:, RATE], X[:, CABLE], X[:, CABLE_RATE], X[:, TENSION]
+        thrust = f * R.apply(E3)
+        accel = (thrust + mu[:, None] * xi) / self.mass - GRAVITY * E3
+        J = self.inertia
+        Omega_dot = np.linalg.solve(J, (M - np.cross(Omega, Omega @ J.T)).T).T
+        a_k = GRAVITY * E3 if attach_accel is None else attach_accel
+        w = (thrust - self.mass * a_k) / (self.mass * self.length)
+        xi_ddot = xi * _dot(xi, w) - w * _dot(xi, xi) - xi * _dot(xi_dot, xi_dot)  # [xi]^2 w
+        out = np.empty_like(X)
+        out[:, POSITION] = X[:, POSITION] + X[:, VELOCITY] * dt + 0.5 * accel * dt**2
+        out[:, VELOCITY] = X[:, VELOCITY] + accel * dt
+        out[:, ATTITUDE] = (R * Rotation.from_rotvec(Omega * dt)).as_rotvec()
+        out[:, RATE] = Omega + Omega_dot * dt
+        xi_new = xi + xi_dot * dt + 0.5 * xi_ddot * dt**2
+        xi_new /= np.sqrt(_dot(xi_new, xi_new))
+        xi_dot_new = xi_dot + xi_ddot * dt
+        out[:, CABLE] = xi_new
+        out[:, CABLE_RATE] = xi_dot_new - _dot(xi_dot_new, xi_new) * xi_new
+        out[:, TENSION] = mu
+        return out.reshape(S.shape)
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products of two (m, 3) stacks, shape (m, 1)."""
+    return np.einsum("ij,ij->i", a, b)[:, None]
+
+
+def _diag(stds: list[float], sizes: list[int]) -> np.ndarray:
+    return np.diag(np.repeat(np.square(stds), sizes))
+
+
+_BLOCKS = [3, 3, 3, 3, 3, 3, 1]
+
+
+def _twist(X: np.ndarray) -> np.ndarray:
+    return X[:, np.r_[3:6, 9:12]]
+
+
+def _cable(X: np.ndarray) -> np.ndarray:
+    return X[:, 12:18]
+
+
+@dataclass(frozen=True)
+class CableUKFNoise:
+    """Noise levels (notes sections 3.2, 6.3). Process: standard deviations per sqrt(s) of
+    x, v, attitude, Omega, xi, xi_dot, mu (Q = diag(q^2) dt). Measurement: standard
+    deviations of position [m], attitude [rad], velocity [m/s], Omega [rad/s], xi, xi_dot."""
+
+    process: tuple[float, ...] = (1e-3, 0.1, 1e-2, 0.5, 1e-2, 0.5, 0.3)
+    position: float = 1e-3
+    attitude: float = 5e-3
+    velocity: float = 1e-2
+    rate: float = 2e-2
+    cable: float = 2e-3
+    cable_rate: float = 2e-2
+    Q: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "Q", _diag(list(self.process), _BLOCKS))
+
+
+class CableTensionUKF:
+    """The UKF of one robot (eqs. 31-37): predict at the control rate from the rotor
+    wrench U = [f, M] (eqs. 32-33), update asynchronously from whatever mocap delivers."""
+
+    def __init__(
+        self,
+        model: RobotCableModel,
+        x0: np.ndarray,
+        P0: np.ndarray,
+        noise: CableUKFNoise | None = None,
+        space: EuclideanSpace | None = None,
+        sigma_points: SigmaPoints | None = None,
+        gate_probability: float | None = 0.9999,
+    ):
+        self.model = model
+        self.noise = noise or CableUKFNoise()
+        self.filter = UnscentedFilter(
+            x0, P0, space or AttitudeManifold(), sigma_points, gate_probability
+        )
+        hover_thrust = model.mass * GRAVITY + float(np.asarray(x0)[TENSION])
+        self._last_input = np.array([hover_thrust, 0.0, 0.0, 0.0])  # until a valid input
+
+    @property
+    def counters(self) -> Counter[str]:
+        return self.filter.counters
+
+    def predict(self, u: np.ndarray, dt: float, attach_accel: np.ndarray | None = None) -> None:
+        """Propagate by dt [s] with the rotor wrench u = [f, M]; a non-finite u (a NaN rotor
+        speed) is counted ('input.nan') and the last valid input is held."""
+        if not dt >= 0.0:
+            raise ValueError(
+                f"UKF step dt = {dt} s: time must not run backwards; drop or reorder the "
+                "out-of-order sample before predicting"
+            )
+        u = np.asarray(u, dtype=float)
+        if np.all(np.isfinite(u)):
+            self._last_input = u
+        else:
+            self.counters["input.nan"] += 1
+        u = self._last_input
+        self.filter.predict(
+            lambda s: self.model.propagate(s, u, dt, attach_accel), self.noise.Q * dt
+        )
+
+    def _update(self, name: str, h: StateFunction, z: np.ndarray, stds: list[float]) -> bool:
+        R = _diag(stds, [3] * len(stds))
+        accepted = self.filter.update(name, h, z, R)
+        if self.filter.x[TENSION] < 0.0:  # mu >= 0: a cable cannot push (slack: mu = 0)
+            self.filter.x[TENSION] = 0.0
+            self.counters["tension.clamped"] += 1
+        return accepted
+
+    def update_pose(self, p: np.ndarray, R: np.ndarray) -> bool:
+        """Mocap position p (in I) and attitude R (body to I)."""
+        space = self.filter.space
+        R = np.asarray(R, dtype=float)
+        finite = np.all(np.isfinite(R))  # a NaN R makes z NaN, so that the update is refused
+        z = np.concatenate([p, np.zeros(3) if finite else np.full(3, np.nan)])
+
+        def h(X: np.ndarray) -> np.ndarray:
+            return np.hstack([X[:, POSITION], space.attitude_residual(X[:, ATTITUDE], R)])
+
+        return self._update("pose", h, z, [self.noise.position, self.noise.attitude])
+
+    def update_twist(self, v: np.ndarray, Omega: np.ndarray) -> bool:
+        """Mocap velocity v (in I) and body rate Omega."""
+        z = np.concatenate([v, Omega])
+        return self._update("twist", _twist, z, [self.noise.velocity, self.noise.rate])
+
+    def update_cable(self, xi: np.ndarray, xi_dot: np.ndarray) -> bool:
+        """Cable direction xi and its rate from mocap (eq. 41)."""
+        z = np.concatenate([xi, xi_dot])
+        return self._update("cable", _cable, z, [self.noise.cable, self.noise.cable_rate])
+
+    def update_mocap(
+        self,
+        p: np.ndarray,
+        R: np.ndarray,
+        v: np.ndarray,
+        Omega: np.ndarray,
+        xi: np.ndarray,
+        xi_dot: np.ndarray,
+    ) -> bool:
+        """The paper's full measurement Z (eq. 36, 18 values) in one update."""
+        space, R = self.filter.space, np.asarray(R, dtype=float)
+        finite = np.all(np.isfinite(R))
+        attitude = np.zeros(3) if finite else np.full(3, np.nan)
+        z = np.concatenate([p, attitude, v, Omega, xi, xi_dot])
+
+        def h(X: np.ndarray) -> np.ndarray:
+            pose = [X[:, POSITION], space.attitude_residual(X[:, ATTITUDE], R)]
+            return np.hstack(pose + [_twist(X), _cable(X)])
+
+        noise = self.noise
+        stds = [noise.position, noise.attitude, noise.velocity, noise.rate]
+        return self._update("mocap", h, z, stds + [noise.cable, noise.cable_rate])
+
+    @property
+    def tension(self) -> float:
+        """mu_k [N] (>= 0)."""
+        return float(self.filter.x[TENSION])
+
+    @property
+    def tension_std(self) -> float:
+        return float(np.sqrt(self.filter.P[TENSION, TENSION]))
+
+    @property
+    def cable_direction(self) -> np.ndarray:
+        """xi_k, a unit vector."""
+        xi = self.filter.x[CABLE]
+        return xi / np.linalg.norm(xi)
+
+    @property
+    def cable_covariance(self) -> np.ndarray:
+        """The 4x4 covariance of (xi, mu), the input of the human-wrench estimator."""
+        index = np.r_[12:15, 18]
+        return self.filter.P[np.ix_(index, index)]
+
+    @property
+    def attitude(self) -> np.ndarray:
+        return exp3(self.filter.x[ATTITUDE])
+
+    @property
+    def euler_zyx(self) -> np.ndarray:
+        """Theta_k: yaw, pitch, roll [rad] (the paper's output)."""
+        return Rotation.from_matrix(self.attitude).as_euler("ZYX")

@@ -1,0 +1,263 @@
+"""The per-robot cable-tension UKF (paper 002, eqs. 31-37) against filterpy's UKF, and its
+consistency (NEES) over Monte Carlo runs of its own model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from filterpy.kalman import MerweScaledSigmaPoints, UnscentedKalmanFilter
+from scipy.stats import chi2
+
+from inertia_estimation_ros.core.aerial.allocation import GRAVITY
+from inertia_estimation_ros.core.aerial.ukf import (
+    ATTITUDE,
+    STATE_DIM,
+    TENSION,
+    AttitudeManifold,
+    CableTensionUKF,
+    CableUKFNoise,
+    EuclideanSpace,
+    RobotCableModel,
+    SigmaPoints,
+    UnscentedFilter,
+)
+from inertia_estimation_ros.core.spatial import exp3, log3
+
+DT = 0.01
+MODEL = RobotCableModel(0.25, np.diag([0.000601, 0.000589, 0.001076]), 1.0)  # Dragonfly
+NOISE = CableUKFNoise()
+HOVER_TENSION = 0.278 * GRAVITY / 3  # RotorTM payload on three robots
+
+
+def hover_state(yaw: float = 0.3) -> np.ndarray:
+    s = np.zeros(STATE_DIM)
+    s[:3] = [0.1, -0.2, 2.0]
+    s[ATTITUDE] = [0.02, -0.01, yaw]
+    s[12:15] = [0.05, 0.0, -1.0] / np.linalg.norm([0.05, 0.0, -1.0])
+    s[TENSION] = HOVER_TENSION
+    return s
+
+
+def initial_covariance() -> np.ndarray:
+    stds = [1e-2] * 3 + [0.05] * 3 + [0.02] * 3 + [0.1] * 3 + [0.01] * 3 + [0.05] * 3 + [0.2]
+    return np.diag(np.square(stds))
+
+
+def rotor_input(k: int) -> np.ndarray:
+    f = MODEL.mass * GRAVITY + HOVER_TENSION + 0.2 * np.sin(0.3 * k)
+    return np.array([f, 1e-4 * np.cos(0.2 * k), -1e-4, 5e-5])
+
+
+def measurement(rng: np.random.Generator, s: np.ndarray) -> dict[str, np.ndarray]:
+    """Noisy mocap of the state s, with the noise the filter assumes."""
+
+    def noisy(block: np.ndarray, std: float) -> np.ndarray:
+        return block + std * rng.standard_normal(len(block))
+
+    R = exp3(s[ATTITUDE]) @ exp3(NOISE.attitude * rng.standard_normal(3))
+    return {
+        "p": noisy(s[:3], NOISE.position),
+        "R": R,
+        "v": noisy(s[3:6], NOISE.velocity),
+        "Omega": noisy(s[9:12], NOISE.rate),
+        "xi": noisy(s[12:15], NOISE.cable),
+        "xi_dot": noisy(s[15:18], NOISE.cable_rate),
+    }
+
+
+def _filterpy_oracle(x0, P0, points) -> UnscentedKalmanFilter:
+    ukf = UnscentedKalmanFilter(
+        dim_x=STATE_DIM, dim_z=6, dt=DT, hx=lambda s: s[:6], fx=None, points=points
+    )
+    ukf.x, ukf.P, ukf.Q = x0.copy(), P0.copy(), NOISE.Q * DT
+    return ukf
+
+
+FILTERPY_UPDATES = {  # (indices of the state measured, measurement keys, stds)
+    "pose": (np.r_[0:3, 6:9], ["p", "R"], [NOISE.position, NOISE.attitude]),
+    "twist": (np.r_[3:6, 9:12], ["v", "Omega"], [NOISE.velocity, NOISE.rate]),
+    "cable": (np.r_[12:18], ["xi", "xi_dot"], [NOISE.cable, NOISE.cable_rate]),
+}
+
+
+@pytest.mark.parametrize("alpha,beta,kappa", [(1.0, 0.0, 0.0), (0.5, 2.0, 0.0)])
+def test_ukf_matches_filterpy_on_the_same_model_and_sigma_points(alpha, beta, kappa):
+    """Vector parametrization of the attitude (EuclideanSpace), so both filters run the same
+    arithmetic: partial, asynchronous updates (pose every step, twist every 2nd, cable every
+    3rd step, two predictions without any) over a scripted 30-step run. filterpy reuses the
+    propagated sigma points in update(); ours are redrawn, so the oracle's are redrawn too."""
+    rng = np.random.default_rng(1)
+    x0, P0 = hover_state(), initial_covariance()
+    ours = CableTensionUKF(
+        MODEL,
+        x0,
+        P0,
+        NOISE,
+        space=EuclideanSpace(),
+        sigma_points=SigmaPoints(alpha, beta, kappa),
+        gate_probability=None,
+    )
+    points = MerweScaledSigmaPoints(STATE_DIM, alpha=alpha, beta=beta, kappa=kappa)
+    oracle = _filterpy_oracle(x0, P0, points)
+    truth = x0.copy()
+    for k in range(30):
+        u = rotor_input(k)
+        truth = MODEL.propagate(truth, u, DT)
+        ours.predict(u, DT)
+        oracle.predict(dt=DT, fx=lambda s, dt, u=u: MODEL.propagate(s, u, dt))
+        if k % 10 in (4, 5):
+            continue
+        z = measurement(rng, truth)
+        for name, period in (("pose", 1), ("twist", 2), ("cable", 3)):
+            if k % period:
+                continue
+            index, keys, stds = FILTERPY_UPDATES[name]
+            value = np.concatenate([log3(z[key]) if key == "R" else z[key] for key in keys])
+            getattr(ours, f"update_{name}")(*(z[key] for key in keys))
+            oracle.sigmas_f = points.sigma_points(oracle.x, oracle.P)
+            oracle.update(
+                value, R=np.diag(np.repeat(np.square(stds), 3)), hx=lambda s, i=index: s[i]
+            )
+        np.testing.assert_allclose(ours.filter.x, oracle.x, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(ours.filter.P, oracle.P, rtol=0, atol=1e-9)
+    assert ours.counters["pose.accepted"] == 24
+    assert abs(ours.tension - HOVER_TENSION) < 3 * ours.tension_std
+
+
+def _monte_carlo_run(rng: np.random.Generator, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """(error, covariance) at the end of one run of the filter on its own model: process noise
+    injected on the manifold, 100 Hz mocap; the estimate starts off by a draw from P0."""
+    space, P0 = AttitudeManifold(), initial_covariance()
+    estimate = hover_state(yaw=np.pi - 0.01)  # yaw near +-pi: where Euler averaging breaks
+    truth = space.retract(estimate, np.linalg.cholesky(P0) @ rng.standard_normal(STATE_DIM))
+    ukf = CableTensionUKF(MODEL, estimate, P0, NOISE)
+    L_Q = np.linalg.cholesky(NOISE.Q * DT)
+    for k in range(steps):
+        u = rotor_input(k)
+        truth = space.retract(MODEL.propagate(truth, u, DT), L_Q @ rng.standard_normal(STATE_DIM))
+        ukf.predict(u, DT)
+        ukf.update_mocap(**measurement(rng, truth))
+    error = space.local(truth[None], ukf.filter.x)[0]
+    return error, ukf.filter.P
+
+
+def test_nees_within_the_95_percent_chi_square_band_over_50_monte_carlo_runs():
+    """Manifold filter, yaw near pi, the tension observed only through the dynamics."""
+    rng = np.random.default_rng(7)
+    runs = 50
+    nees, tension_z = [], []
+    for _ in range(runs):
+        error, P = _monte_carlo_run(rng, steps=20)
+        nees.append(error @ np.linalg.solve(P, error))
+        tension_z.append(error[TENSION] / np.sqrt(P[TENSION, TENSION]))
+    low, high = chi2.ppf([0.025, 0.975], runs * STATE_DIM) / runs
+    print(f"mean NEES {np.mean(nees):.2f} in [{low:.2f}, {high:.2f}] (19 states)")
+    assert low < np.mean(nees) < high
+    assert np.mean(np.square(tension_z)) < chi2.ppf(0.975, runs) / runs
+
+
+def test_attitude_mean_on_the_manifold_has_no_wrap_around_artefact():
+    """Sigma points straddling yaw = pi: the manifold mean stays at the propagated attitude,
+    the vector (rotation-vector) mean of the same points lands 0.17 rad away."""
+    x0, P0 = hover_state(yaw=np.pi - 0.01), initial_covariance()
+    P0[ATTITUDE, ATTITUDE] = np.diag([1e-4, 1e-4, 0.05**2])
+    u = rotor_input(0)
+    expected = MODEL.propagate(x0, u, DT)[ATTITUDE]
+    angles = []
+    for space in (AttitudeManifold(), EuclideanSpace()):
+        ukf = UnscentedFilter(x0, P0, space)
+        ukf.predict(lambda X: MODEL.propagate(X, u, DT), np.zeros((STATE_DIM, STATE_DIM)))
+        angles.append(np.linalg.norm(log3(exp3(expected).T @ exp3(ukf.x[ATTITUDE]))))
+    assert angles[0] < 1e-9 and angles[1] > 0.1, angles
+
+
+def test_bad_measurements_are_gated_and_counted_and_coasting_grows_the_covariance():
+    rng = np.random.default_rng(3)
+    ukf = CableTensionUKF(MODEL, hover_state(), initial_covariance(), NOISE)
+    truth = hover_state()
+    z = measurement(rng, truth)
+    assert ukf.update_pose(z["p"], z["R"])
+    assert not ukf.update_pose(z["p"] + [0.5, 0.0, 0.0], z["R"])  # a mocap jump of 0.5 m
+    assert not ukf.update_cable(np.full(3, np.nan), z["xi_dot"])
+    assert not ukf.update_pose(z["p"], np.full((3, 3), np.nan))
+    ukf.predict(rotor_input(0), DT)
+    held = CableTensionUKF(MODEL, ukf.filter.x, ukf.filter.P, NOISE)
+    ukf.predict(np.array([np.nan, 0.0, 0.0, 0.0]), DT)  # a NaN rotor speed: last input held
+    held.predict(rotor_input(0), DT)
+    np.testing.assert_array_equal(ukf.filter.x, held.filter.x)
+    assert ukf.counters == {
+        "pose.accepted": 1,
+        "pose.gated": 1,
+        "cable.nan": 1,
+        "pose.nan": 1,
+        "input.nan": 1,
+    }
+    stds = []
+    for k in range(20):  # mocap lost: the filter coasts
+        ukf.predict(rotor_input(k), DT)
+        stds.append(np.sqrt(np.diag(ukf.filter.P)))
+    assert np.all(np.diff(np.array(stds)[:, [0, 3, 18]], axis=0) > 0)
+
+
+def test_an_indefinite_covariance_is_repaired_and_counted():
+    P = initial_covariance()
+    P[0, 1] = P[1, 0] = 1.0  # far from positive definite
+    ukf = CableTensionUKF(MODEL, hover_state(), P, NOISE)
+    ukf.predict(rotor_input(0), DT)
+    assert ukf.counters["covariance_repairs"] == 1
+    assert np.all(np.linalg.eigvalsh(ukf.filter.P) > 0)
+    np.testing.assert_array_equal(ukf.filter.P, ukf.filter.P.T)
+
+
+def test_a_slack_cable_keeps_the_tension_estimate_non_negative():
+    """The robot hovers on its own thrust (f = m g): the cable is slack, mu = 0. The estimate
+    starts at 0.05 N and is pulled below zero by noise: it is clamped and counted."""
+    rng = np.random.default_rng(2)
+    truth = hover_state()
+    truth[ATTITUDE], truth[TENSION] = 0.0, 0.0
+    start = truth.copy()
+    start[TENSION] = 0.05
+    ukf = CableTensionUKF(MODEL, start, initial_covariance(), NOISE)
+    u = np.array([MODEL.mass * GRAVITY, 0.0, 0.0, 0.0])
+    for _ in range(60):
+        truth = MODEL.propagate(truth, u, DT)
+        ukf.predict(u, DT)
+        ukf.update_mocap(**measurement(rng, truth))
+        assert ukf.tension >= 0.0
+    assert ukf.counters["tension.clamped"] > 0
+    assert ukf.tension < 3 * ukf.tension_std
+
+
+def test_a_step_backwards_in_time_is_refused_with_the_cause():
+    ukf = CableTensionUKF(MODEL, hover_state(), initial_covariance(), NOISE)
+    with pytest.raises(ValueError, match="must not run backwards"):
+        ukf.predict(rotor_input(0), -DT)
+
+
+def test_attitude_measured_across_yaw_pi_is_a_small_residual_on_the_manifold():
+    """Estimate at yaw pi - 0.01, mocap at yaw -pi + 0.005 (0.015 rad away): the manifold
+    update accepts it and moves the yaw across pi; the vector residual (~2 pi) is gated."""
+    x0 = hover_state(yaw=np.pi - 0.01)
+    x0[ATTITUDE] = [0.0, 0.0, np.pi - 0.01]
+    measured = exp3([0.0, 0.0, -np.pi + 0.005])
+    P0 = initial_covariance()
+    filters = [
+        CableTensionUKF(MODEL, x0, P0, NOISE, space=s)
+        for s in (AttitudeManifold(), EuclideanSpace())
+    ]
+    assert [ukf.update_pose(x0[:3], measured) for ukf in filters] == [True, False]
+    assert filters[1].counters["pose.gated"] == 1
+    yaw = filters[0].euler_zyx[0]  # in (-pi, pi]: across pi, 1 mrad from the measurement
+    assert -np.pi < yaw < -np.pi + 0.005 and abs(yaw - (-np.pi + 0.005)) < 2e-3
+
+
+def test_a_robot_model_or_start_of_the_wrong_size_is_refused():
+    np.testing.assert_array_equal(
+        RobotCableModel(0.25, [1.0, 2.0, 3.0], 1.0).inertia, np.diag([1, 2, 3])
+    )
+    with pytest.raises(ValueError, match="mass > 0"):
+        RobotCableModel(-0.25, np.eye(3), 1.0)
+    with pytest.raises(ValueError, match="3x3 or diagonal"):
+        RobotCableModel(0.25, np.eye(2), 1.0)
+    with pytest.raises(ValueError, match="finite covariance"):
+        CableTensionUKF(MODEL, hover_state(), np.eye(18))

@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .commands import demo, estimate, record, replay, report, simulate
+from .commands import bag_repair, demo, estimate, record, replay, report, simulate
 
-COMMANDS = [demo, simulate, record, replay, estimate, report]
+COMMANDS = [demo, simulate, record, bag_repair, replay, estimate, report]
 
 
 def build_parser() -> argparse.ArgumentParser:

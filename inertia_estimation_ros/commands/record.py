@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
+import threading
+import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C; ros2 launch and docker stop
 
 # Each robot's grasp_state, the raw driver topics, robot descriptions, the coordinator's
 # estimate, /clock and the simulator's ground truth.
@@ -29,7 +36,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "Subscribe to the topics that match the patterns, as they appear in the graph, and "
             "write every message to a new rosbag2 (message definitions embedded; latched "
             "topics stay latched). Log times come from this node's clock: simulated time with "
-            "--use-sim-time. Stop with Ctrl-C or --duration."
+            "--use-sim-time. Stop with Ctrl-C, SIGTERM (ros2 launch, docker stop) or "
+            "--duration: the bag is then finished, whatever further signals arrive. The bag "
+            "goes to disk every half second: after a SIGKILL or a crash, `inertia_estimation "
+            "bag-repair` recovers all but the last half second."
         ),
         epilog=(
             "examples:\n"
@@ -64,34 +74,61 @@ def record(
     duration: float | None,
     use_sim_time: bool,
 ) -> Counter:
-    """Record until Ctrl-C (or ``duration`` wall-clock seconds); returns messages per topic."""
+    """Record until Ctrl-C or SIGTERM (or ``duration`` wall-clock seconds); returns messages
+    per topic. Signals arriving while the bag is finished are ignored (``_stop_signals``)."""
     import rclpy
     from rclpy.context import Context
     from rclpy.parameter import Parameter
+    from rclpy.signals import SignalHandlerOptions
 
     from ..ros.bag_recorder import BagRecorder
     from ..ros.runtime import NodeGroup
 
-    context = Context()
-    rclpy.init(context=context)
-    recorder = BagRecorder(
-        path,
-        patterns,
-        exclude,
-        storage,
-        context=context,
-        parameter_overrides=[Parameter("use_sim_time", value=use_sim_time)],
-    )
-    group = NodeGroup([recorder], context, "single").start()  # see BagRecorder
-    try:
-        group.wait(duration)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        group.executor.shutdown()
-        recorder.close()
-        group.stop()
+    with _stop_signals() as stop:
+        context = Context()
+        rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+        recorder = BagRecorder(
+            path,
+            patterns,
+            exclude,
+            storage,
+            context=context,
+            parameter_overrides=[Parameter("use_sim_time", value=use_sim_time)],
+        )
+        group = NodeGroup([recorder], context, "single").start()  # see BagRecorder
+        try:
+            deadline = None if duration is None else time.monotonic() + duration
+            while not stop.wait(0.05) and not group.finished():
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+        finally:
+            stop.set()  # from here on, signals only get a note
+            group.executor.shutdown()
+            recorder.close()
+            group.stop()
     return recorder.counts
+
+
+@contextmanager
+def _stop_signals() -> Iterator[threading.Event]:
+    """An event set by the first SIGINT or SIGTERM; later ones only print that the bag is
+    being finished. The previous handlers come back afterwards."""
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handle(signum: int, frame: object) -> None:
+        if stop.is_set():
+            print("finishing the bag; wait a moment", file=sys.stderr, flush=True)
+        stop.set()
+
+    previous = {s: signal.signal(s, handle) for s in STOP_SIGNALS}
+    try:
+        yield stop
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,17 +1,22 @@
 """Damaged copies of a bag: one robot's grasp_state spoiled in one of the ways issue 15 lists
 (NaN wrenches, stamps shuffled in blocks, lost samples, out-of-order arrival, a clock 1000 s
-ahead, a wrong frame id, zero quaternions). Used by the fault matrix and the CLI tests."""
+ahead, a wrong frame id, zero quaternions), and the simulator run they spoil (made once
+per test process). Used by the fault matrix and the CLI tests."""
 
 from __future__ import annotations
 
 import copy
+import tempfile
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from inertia_estimation_ros.bags import BagMessage, BagWriter, read_bag
 from inertia_estimation_ros.ros.conversions import seconds, to_time
+from inertia_estimation_ros.sim.scenario import run_scenario
+from inertia_estimation_ros.sim.topics import write_simulation_bag
 
 
 def _nan_wrenches(messages: list, rng: np.random.Generator) -> list:
@@ -91,4 +96,13 @@ def damaged_copy(source: Path, out: Path, robot: str, damage: str, seed: int = 0
         for m in messages:
             if m is not None:
                 writer.write(m.topic, m.msgtype, m.timestamp, m.message)
+    return out
+
+
+@cache
+def simulated_run() -> Path:
+    """The shortest scenario with every stage (test_graph: 4.5 s, 100 Hz, three robots) as
+    ``simulate --out`` leaves it: a folder with bag/ in it. Once per test process."""
+    out = Path(tempfile.mkdtemp(prefix="damage_sim_"))
+    write_simulation_bag(run_scenario("config/scenarios/test_graph.yaml"), out / "bag")
     return out

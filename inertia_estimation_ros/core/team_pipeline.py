@@ -54,6 +54,7 @@ RATE_WINDOW = 2.0  # [s] of stamps over which a robot's rate is measured
 WARMUP_MIN_SPAN = 4.0  # [s] of samples before the first clock offset estimate
 WARMUP_RETRY = 0.5  # [s] between offset estimates until every offset is known
 RELEASE_CHUNK = 64  # waiting samples pushed between two alignments
+UNTRUSTED = 0.05  # fraction of a robot's samples refused beyond which nothing is valid
 LATENCY_WINDOW = 2000  # latest latencies kept for percentiles
 # EstimatorSettings that the coordinator exposes as parameters.
 ESTIMATOR_PARAMETERS = (
@@ -241,13 +242,46 @@ class TeamPipeline:
             for (rid, reason), n in ordered
         ]
 
-    def _refusal_advice(self) -> tuple[str, ...]:
-        """Advice for every robot that had more than 1 % of its samples refused."""
+    def _untrusted_robots(self) -> tuple[str, ...]:
+        """Advice for every robot with more than ``UNTRUSTED`` of its samples refused: its
+        samples in between cannot be trusted either (stamps out of order: those accepted
+        may carry wrong stamps; NaN in a stretch: the estimate with the rest came out of its
+        sigma, 15 sigma on a grasp), and every quantity depends on every robot, so none is
+        valid."""
         advice = []
         for rid in self.robot_ids:
             mine = {reason: n for (r, reason), n in self.rejected.items() if r == rid}
             refused = sum(mine.values())
-            if refused and refused > 0.01 * (refused + self.accepted[rid]):
+            total = refused + self.accepted[rid]
+            if refused <= UNTRUSTED * total:
+                continue
+            if mine.get("out-of-order stamp", 0) > UNTRUSTED * total:
+                cause = (
+                    f"{mine['out-of-order stamp']} of its {total} samples came with stamps out "
+                    "of order (reordered on the way, or stamped wrongly), so its stamps cannot "
+                    "be trusted"
+                )
+                cure = (
+                    "stamp each sample when it is measured, from one monotonic clock, and "
+                    "deliver them in order"
+                )
+            else:
+                cause = (
+                    f"{refused} of its {total} samples were refused ({self._worst_refusal(rid)})"
+                )
+                cure = "fix its driver or its configuration"
+            advice.append(f"{rid}: {cause}; no quantity is valid with it: {cure}")
+        return tuple(advice)
+
+    def _refusal_advice(self) -> tuple[str, ...]:
+        """Advice for every robot that had more than 1 % of its samples refused (more than
+        ``UNTRUSTED``: ``_untrusted_robots`` says it)."""
+        advice = []
+        for rid in self.robot_ids:
+            mine = {reason: n for (r, reason), n in self.rejected.items() if r == rid}
+            refused = sum(mine.values())
+            total = refused + self.accepted[rid]
+            if 0.01 * total < refused <= UNTRUSTED * total:
                 reason = max(mine, key=mine.get)
                 advice.append(
                     f"{rid}: {refused} of its {refused + self.accepted[rid]} samples refused, "
@@ -263,6 +297,18 @@ class TeamPipeline:
             return self.reject(
                 str(rid), "unknown robot", f"robot id {rid!r} is not one of {list(self.robot_ids)}"
             )
+        reason = self._check(sample, frame_id)
+        if reason:
+            for team in self._teams():  # no set is interpolated across a refused sample
+                if rid in team.robot_ids:
+                    team.aligner.hole(rid, sample.stamp)
+            return reason
+        self._accept(sample, received)
+        return ""
+
+    def _check(self, sample: GraspSample, frame_id: str) -> str:
+        """'' or the reason (counted) why a known robot's sample is refused."""
+        rid = sample.robot_id
         expected = self.settings.frame_of(rid)
         if frame_id != expected:
             return self.reject(
@@ -271,11 +317,7 @@ class TeamPipeline:
         problem = _sample_problem(sample)
         if problem:
             return self.reject(rid, "non-finite or missing values", problem)
-        reason = self._check_stamp(rid, sample.stamp)
-        if reason:
-            return reason
-        self._accept(sample, received)
-        return ""
+        return self._check_stamp(rid, sample.stamp)
 
     def _check_stamp(self, rid: str, stamp: float) -> str:
         last = self.last_stamp.get(rid)
@@ -488,6 +530,16 @@ class TeamPipeline:
         problems = self._clock_advice_ahead() + self._refusal_advice()
         if problems:
             estimate = replace(estimate, advice=problems + estimate.advice)
+        untrusted = self._untrusted_robots()
+        if untrusted:
+            estimate = replace(
+                estimate,
+                grasps_valid=False,
+                mass_valid=False,
+                com_valid=False,
+                inertia_valid=False,
+                advice=untrusted + estimate.advice,
+            )
         if self._waiting is not None:
             estimate = replace(estimate, advice=(self._clock_advice(),) + estimate.advice)
         self.last_estimate = estimate

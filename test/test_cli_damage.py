@@ -14,7 +14,6 @@ from test_bags import tiny_scenario
 
 from inertia_estimation_ros import cli
 from inertia_estimation_ros.bags import BagWriter, bag_topics
-from inertia_estimation_ros.commands.estimate import estimate_bag, estimate_document
 
 
 @pytest.fixture(scope="module")
@@ -110,16 +109,3 @@ def test_estimate_json_on_the_folder_that_simulate_wrote(simulator_run, capsys):
     assert len(document["grasps"]["robot_2"]["covariance"]) == 6
     assert document["input"]["refused"] == []
     assert document["input"]["accepted"]["robot_2"] >= 390
-
-
-def test_the_final_solve_does_not_depend_on_the_solve_schedule(simulator_run):
-    """Issue 15 item 3: solved every 0.5 s (the live node's default) the statistics held
-    regressors through an early grasp estimate; the mass came out 14 sigma off."""
-    masses = []
-    for period in (0.5, 5.0):
-        result = estimate_bag(simulator_run / "bag", period=period)
-        document = estimate_document(result, simulator_run / "bag")
-        (mass,) = (r for r in document["comparison"] if r["quantity"] == "mass [kg]")
-        assert abs(mass["estimate"] - mass["truth"]) < 3 * mass["sigma"], (period, mass)
-        masses.append(mass["estimate"])
-    assert masses[0] == pytest.approx(masses[1], rel=1e-6)

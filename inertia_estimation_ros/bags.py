@@ -260,14 +260,13 @@ def bag_topics(path: str | Path) -> dict[str, str]:
 def latched_topics(path: str | Path) -> set[str]:
     """Topics of a bag whose recorded publishers were all transient-local (replay them latched)."""
     with open_bag(path) as reader:
-        return {
-            c.topic
-            for c in reader.connections
-            if c.ext.offered_qos_profiles
-            and all(
-                q.durability == QosDurability.TRANSIENT_LOCAL for q in c.ext.offered_qos_profiles
-            )
-        }
+        return {c.topic for c in reader.connections if _latched(c)}
+
+
+def _latched(connection: Any) -> bool:
+    """Whether every recorded publisher of a connection was transient-local."""
+    offered = connection.ext.offered_qos_profiles
+    return bool(offered) and all(q.durability == QosDurability.TRANSIENT_LOCAL for q in offered)
 
 
 def read_bag(
@@ -368,10 +367,7 @@ def _rewrite(salvage: Path, out: Path) -> dict[str, int]:
     try:
         with BagWriter(out) as writer:
             for connection, stamp, raw in reader.messages_scan(reader.connections):
-                latched = bool(connection.ext.offered_qos_profiles) and all(
-                    q.durability == QosDurability.TRANSIENT_LOCAL
-                    for q in connection.ext.offered_qos_profiles
-                )
+                latched = _latched(connection)
                 writer.write(connection.topic, connection.msgtype, stamp, raw, latched=latched)
                 counts[connection.topic] = counts.get(connection.topic, 0) + 1
     except ReaderError as error:

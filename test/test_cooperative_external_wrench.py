@@ -32,6 +32,7 @@ from inertia_estimation_ros.core.cooperative.external_wrench import (
     SegmentStore,
     external_wrench_advice,
     merged_rms,
+    significance,
 )
 from inertia_estimation_ros.sim import analytic as an
 
@@ -356,3 +357,21 @@ def test_residual_autocorrelation_pools_across_batches_and_segments():
     assert first.inflation() == pytest.approx(expected, rel=0.05)
     assert pooled_inflation([single]) == pytest.approx(expected, rel=1e-12)
     assert pooled_inflation([ResidualCorrelation(30)]) == 1.0
+
+
+def test_the_stated_false_alarm_rate_holds_and_untestable_segments_show_nothing():
+    """The test statistic T ~ scale chi2(dof) of a segment without a hand exceeds its
+    threshold at the stated rate; a segment whose own fit absorbs its residual (dof near 0:
+    the chi2 quantile underflowed to a threshold of 0) was flagged whatever its residual,
+    and its severity divided by zero (issue 15 item 10)."""
+    rng = np.random.default_rng(4)
+    mean, variance = np.full(20000, 30.0), np.full(20000, 90.0)  # scale 1.5, dof 20
+    T = 1.5 * rng.chisquare(20.0, 20000)
+    flagged, severity = significance(T, mean, variance, false_alarm=0.01)
+    assert 0.008 < flagged.mean() < 0.012
+    assert np.all(flagged == (severity > 1))
+    with np.errstate(all="raise"):
+        flagged, severity = significance(
+            np.array([5.0, 5.0]), np.array([1e-12, 0.0]), np.array([1.0, 1.0]), 1e-4
+        )
+    assert not flagged.any() and np.all(severity == 0.0)

@@ -73,9 +73,11 @@ def record(
     storage: str,
     duration: float | None,
     use_sim_time: bool,
+    restore_signal_handlers: bool = True,
 ) -> Counter:
     """Record until Ctrl-C or SIGTERM (or ``duration`` wall-clock seconds); returns messages
-    per topic. Signals arriving while the bag is finished are ignored (``_stop_signals``)."""
+    per topic. Signals arriving while the bag is finished are ignored (``_stop_signals``);
+    the command keeps ignoring them until it exits (``restore_signal_handlers`` False)."""
     import rclpy
     from rclpy.context import Context
     from rclpy.parameter import Parameter
@@ -84,7 +86,7 @@ def record(
     from ..ros.bag_recorder import BagRecorder
     from ..ros.runtime import NodeGroup
 
-    with _stop_signals() as stop:
+    with _stop_signals(restore_signal_handlers) as stop:
         context = Context()
         rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
         recorder = BagRecorder(
@@ -110,9 +112,9 @@ def record(
 
 
 @contextmanager
-def _stop_signals() -> Iterator[threading.Event]:
+def _stop_signals(restore: bool = True) -> Iterator[threading.Event]:
     """An event set by the first SIGINT or SIGTERM; later ones only print that the bag is
-    being finished. The previous handlers come back afterwards."""
+    being finished. The previous handlers come back afterwards if ``restore``."""
     stop = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield stop
@@ -127,7 +129,7 @@ def _stop_signals() -> Iterator[threading.Event]:
     try:
         yield stop
     finally:
-        for s, handler in previous.items():
+        for s, handler in previous.items() if restore else ():
             signal.signal(s, handler)
 
 
@@ -136,7 +138,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {args.bag} exists; choose a new folder")
         return 2
     counts = record(
-        args.bag, args.topics, args.exclude, args.storage, args.duration, args.use_sim_time
+        args.bag,
+        args.topics,
+        args.exclude,
+        args.storage,
+        args.duration,
+        args.use_sim_time,
+        restore_signal_handlers=False,  # a signal after the bag is finished changes nothing
     )
     for topic, n in sorted(counts.items()):
         print(f"{n:8d}  {topic}")

@@ -128,9 +128,9 @@ def _stop_signals(restore: bool = True) -> Iterator[threading.Event]:
     previous = {s: signal.signal(s, handle) for s in STOP_SIGNALS}
     try:
         yield stop
-    finally:
-        for s, handler in previous.items() if restore else ():
-            signal.signal(s, handler)
+    finally:  # rclpy's shutdown may have reset them: set them again unless restoring
+        for s, handler in previous.items():
+            signal.signal(s, handler if restore else handle)
 
 
 def run(args: argparse.Namespace) -> int:

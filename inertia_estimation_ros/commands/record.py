@@ -114,7 +114,8 @@ def record(
 @contextmanager
 def _stop_signals(restore: bool = True) -> Iterator[threading.Event]:
     """An event set by the first SIGINT or SIGTERM; later ones only print that the bag is
-    being finished. The previous handlers come back afterwards if ``restore``."""
+    being finished. Afterwards the previous handlers come back if ``restore``, else the
+    signals are ignored until the process ends."""
     stop = threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield stop
@@ -128,9 +129,9 @@ def _stop_signals(restore: bool = True) -> Iterator[threading.Event]:
     previous = {s: signal.signal(s, handle) for s in STOP_SIGNALS}
     try:
         yield stop
-    finally:  # rclpy's shutdown may have reset them: set them again unless restoring
-        for s, handler in previous.items():
-            signal.signal(s, handler if restore else handle)
+    finally:  # the bag is finished: the previous handlers, or none until the process ends
+        for s, handler in previous.items():  # (Python's shutdown resets handlers, not SIG_IGN)
+            signal.signal(s, handler if restore else signal.SIG_IGN)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import heapq
 import importlib
+import shutil
+import struct
 import sys
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -33,7 +36,8 @@ from rosbags.interfaces import (
     QosReliability,
     QosTime,
 )
-from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.rosbag2 import Reader, ReaderError, StoragePlugin, Writer
+from rosbags.rosbag2.storage_mcap import McapReader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
@@ -140,6 +144,7 @@ class BagWriter:
         self.path = Path(path)
         if self.path.exists():
             raise BagError(f"{self.path} exists: rosbag2 writes a new folder; remove it first")
+        self.storage = storage
         self._writer = Writer(self.path, version=BAG_VERSION, storage_plugin=STORAGES[storage])
         self._connections: dict[str, Any] = {}
         self._latched = set(latched)
@@ -150,6 +155,20 @@ class BagWriter:
 
     def __exit__(self, *exc: object) -> None:
         self._writer.close()
+
+    def flush(self) -> None:
+        """Hand every message written so far to the operating system, where a writer killed
+        later (SIGKILL) leaves it for ``repair_bag``: mcap closes its open chunk, sqlite3
+        commits."""
+        storage = self._writer.storage
+        if storage is None:
+            return
+        if STORAGES[self.storage] == StoragePlugin.MCAP:
+            if storage.chunk.bio.tell():
+                storage.close_chunk()
+                storage.bio.flush()
+        else:
+            storage.conn.commit()
 
     def write(
         self, topic: str, msgtype: str, timestamp_ns: int, msg: Any, latched: bool = False
@@ -192,23 +211,62 @@ class BagMessage:
     message: Any  # rosbags object, rclpy object, or CDR bytes
 
 
+@contextmanager
+def open_bag(path: str | Path) -> Iterator[Reader]:
+    """A rosbags ``Reader`` of a bag folder; BagError says what is wrong and what to do when
+    it is no bag, a damaged one, or one whose writer did not finish."""
+    path = Path(path)
+    if not path.exists():
+        raise BagError(f"{path} does not exist")
+    if not path.is_dir():
+        raise BagError(f"{path} is not a bag: a rosbag2 bag is a folder with metadata.yaml")
+    mcaps = sorted(path.glob("*.mcap"))
+    if not (path / "metadata.yaml").exists():
+        hint = (
+            f"its writer was stopped before it finished: run `inertia_estimation bag-repair "
+            f"{path}` to recover the messages"
+            if mcaps
+            else "is it a bag folder?"
+        )
+        raise BagError(f"{path} has no metadata.yaml: {hint}")
+    try:
+        reader = Reader(path)
+        reader.open()
+    except (ReaderError, KeyError, TypeError, ValueError) as error:
+        hint = f" run `inertia_estimation bag-repair {path}`" if mcaps else ""
+        raise BagError(f"{path} cannot be read ({error or type(error).__name__});{hint}") from None
+    try:
+        yield reader
+    except ReaderError as error:
+        raise BagError(
+            f"{path} is damaged ({error}): run `inertia_estimation bag-repair {path}`"
+        ) from None
+    finally:
+        reader.close()
+
+
+def bag_duration(path: str | Path) -> float:
+    """Seconds between a bag's first and last message."""
+    with open_bag(path) as reader:
+        return reader.duration * 1e-9
+
+
 def bag_topics(path: str | Path) -> dict[str, str]:
     """topic -> message type of every connection in a bag."""
-    with Reader(path) as reader:
+    with open_bag(path) as reader:
         return {c.topic: c.msgtype for c in reader.connections}
 
 
 def latched_topics(path: str | Path) -> set[str]:
     """Topics of a bag whose recorded publishers were all transient-local (replay them latched)."""
-    with Reader(path) as reader:
-        return {
-            c.topic
-            for c in reader.connections
-            if c.ext.offered_qos_profiles
-            and all(
-                q.durability == QosDurability.TRANSIENT_LOCAL for q in c.ext.offered_qos_profiles
-            )
-        }
+    with open_bag(path) as reader:
+        return {c.topic for c in reader.connections if _latched(c)}
+
+
+def _latched(connection: Any) -> bool:
+    """Whether every recorded publisher of a connection was transient-local."""
+    offered = connection.ext.offered_qos_profiles
+    return bool(offered) and all(q.durability == QosDurability.TRANSIENT_LOCAL for q in offered)
 
 
 def read_bag(
@@ -224,7 +282,7 @@ def read_bag(
     if deserialize == "rclpy":
         from rclpy.serialization import deserialize_message
     store = typestore()
-    with Reader(path) as reader:
+    with open_bag(path) as reader:
         connections = reader.connections
         if topics is not None:
             topics = set(topics)
@@ -242,3 +300,78 @@ def read_bag(
             else:
                 message = bytes(raw)
             yield BagMessage(connection.topic, connection.msgtype, stamp, message)
+
+
+# ----- repair ----------------------------------------------------------------------------------
+MCAP_MAGIC = b"\x89MCAP0\r\n"
+_MCAP_FOOTER = b"\x02" + struct.pack("<QQQI", 20, 0, 0, 0) + MCAP_MAGIC
+
+
+@dataclass(frozen=True)
+class RepairResult:
+    """What ``repair_bag`` did: messages recovered per topic, the bytes of the damaged file
+    that held no complete record, and where the damaged folder was kept."""
+
+    counts: dict[str, int]
+    lost_bytes: int
+    backup: Path
+
+
+def _complete_records_end(data: bytes) -> int:
+    """Offset after the last complete top-level MCAP record (op, uint64 length, body)."""
+    end = offset = len(MCAP_MAGIC)
+    while offset + 9 <= len(data):
+        op, length = data[offset], struct.unpack_from("<Q", data, offset + 1)[0]
+        if op == 0x02 or offset + 9 + length > len(data):  # footer, or cut off
+            break
+        offset += 9 + length
+        end = offset
+    return end
+
+
+def repair_bag(path: str | Path) -> RepairResult:
+    """Recover every message of an mcap bag whose writer was killed or whose file was cut off
+    (no metadata.yaml, no mcap summary): the complete records are read sequentially and
+    written to a new bag at ``path``; the damaged folder is kept as ``<path>.damaged``."""
+    path = Path(path)
+    mcaps = sorted(path.glob("*.mcap")) if path.is_dir() else []
+    if len(mcaps) != 1:
+        raise BagError(f"{path} is not a folder with one .mcap file: nothing to repair")
+    data = mcaps[0].read_bytes()
+    if not data.startswith(MCAP_MAGIC):
+        raise BagError(f"{mcaps[0]} is not an mcap file (its first bytes are not MCAP's)")
+    end = _complete_records_end(data)
+    backup = path.with_name(path.name + ".damaged")
+    if backup.exists():
+        raise BagError(f"{backup} exists: move it away, then repair again")
+    scratch = path.with_name(path.name + ".repairing")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    salvage = scratch / "salvage.mcap"
+    salvage.write_bytes(data[:end] + _MCAP_FOOTER)
+    counts = _rewrite(salvage, scratch / "bag")
+    path.rename(backup)
+    (scratch / "bag").rename(path)
+    shutil.rmtree(scratch)
+    return RepairResult(counts, len(data) - end, backup)
+
+
+def _rewrite(salvage: Path, out: Path) -> dict[str, int]:
+    """Write the messages of a sequentially readable mcap file into a new bag."""
+    reader = McapReader(salvage)
+    try:
+        reader.open()
+    except ReaderError as error:
+        raise BagError(f"nothing recoverable: {error}") from None
+    counts: dict[str, int] = {}
+    try:
+        with BagWriter(out) as writer:
+            for connection, stamp, raw in reader.messages_scan(reader.connections):
+                latched = _latched(connection)
+                writer.write(connection.topic, connection.msgtype, stamp, raw, latched=latched)
+                counts[connection.topic] = counts.get(connection.topic, 0) + 1
+    except ReaderError as error:
+        raise BagError(f"the salvaged records do not read: {error}") from None
+    finally:
+        reader.close()
+    return counts

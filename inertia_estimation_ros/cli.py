@@ -8,9 +8,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .commands import demo, estimate, plan, record, replay, report, simulate, verify
+from .commands import (
+    bag_repair,
+    demo,
+    estimate,
+    plan,
+    record,
+    replay,
+    report,
+    simulate,
+    verify,
+)
 
-COMMANDS = [demo, simulate, record, replay, estimate, report, plan, verify]
+COMMANDS = [demo, simulate, record, bag_repair, replay, estimate, report, plan, verify]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,7 +9,9 @@ solve from scratch, as the coordinator's ``~/estimate_now`` does.
 from __future__ import annotations
 
 import argparse
+import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,9 +19,12 @@ from typing import Any
 import numpy as np
 
 GRASP_TOPIC = re.compile(r"^/([^/]+)/grasp_state$")  # a robot's, not /ground_truth/<id>/...
+GRASP_TYPE = "inertia_estimation_ros/msg/GraspState"
 TRUTH_TOPIC = "/ground_truth/payload"
 LIVE_TOPIC = "/payload_estimate"
 UPDATE_PERIOD = 0.01  # [s] of bag time between alignments and estimator updates
+# What bad input raises; the commands print it as a message (BagError is a ValueError).
+INPUT_ERRORS = (ValueError, KeyError, OSError)
 
 
 @dataclass
@@ -87,6 +92,13 @@ def estimate_bag(
     missing = [t for t in wanted if t not in topics]
     if missing:
         raise ValueError(f"{path} has no {missing}: record every robot's grasp_state")
+    foreign = {t: topics[t] for t in wanted if topics[t] != GRASP_TYPE}
+    if foreign:
+        raise ValueError(
+            f"{path}: {', '.join(f'{t} carries {m}' for t, m in foreign.items())}, not "
+            f"{GRASP_TYPE}: record the robot nodes' grasp_state (or replay raw driver topics "
+            "through `bringup replay.yaml` first)"
+        )
     for message in read_bag(path, wanted, deserialize="rclpy"):
         msg = message.message
         rid = message.topic.split("/")[1]
@@ -150,12 +162,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "  inertia_estimation estimate runs/demo/bag\n"
             "  inertia_estimation estimate runs/demo/bag --report runs/demo/report\n"
             "  inertia_estimation estimate bag --config sim_paper000.yaml  # its coordinator's\n"
-            "  inertia_estimation estimate bag --robots robot_1 robot_2 --reference robot_2"
+            "  inertia_estimation estimate bag --robots robot_1 robot_2 --reference robot_2\n"
+            "  inertia_estimation estimate bag --json | jq .mass"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_bag_arguments(parser)
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the final estimate as one JSON document instead of the table (schema: "
+        "the README's 'estimate --json' section)",
+    )
     parser.add_argument("--report", type=Path, help="also write the report into this folder")
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite the report already in --report"
+    )
     parser.set_defaults(run=run)
 
 
@@ -169,25 +191,44 @@ def add_bag_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", help="reference robot (default: the truth's, or first)")
     parser.add_argument(
         "--period",
-        type=float,
+        type=positive_seconds,
         default=5.0,
         help="seconds of bag time between solves of the history (default 5)",
     )
 
 
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (np.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds > 0")
+    return value
+
+
+def bag_folder(path: Path) -> Path:
+    """The bag of ``path``: itself, or the ``bag/`` that ``simulate --out`` wrote into it."""
+    if not (path / "metadata.yaml").exists() and (path / "bag" / "metadata.yaml").exists():
+        return path / "bag"
+    return path
+
+
 def run_on_bag(args: argparse.Namespace) -> BagRun:
     """``estimate_bag`` with the command line's parameters and a progress bar."""
-    from rosbags.rosbag2 import Reader
     from threadpoolctl import threadpool_limits
     from tqdm import tqdm
+
+    from ..bags import bag_duration
 
     parameters = coordinator_parameters(args.config) if args.config else {}
     if args.robots:
         parameters["robots"] = args.robots
     if args.reference:
         parameters["reference_robot"] = args.reference
-    with Reader(args.bag) as reader:
-        duration = reader.duration * 1e-9
+    args.bag = bag_folder(args.bag)
+    duration = bag_duration(args.bag)
     with (
         tqdm(total=round(duration, 1), unit="bag s", desc="estimate") as bar,
         threadpool_limits(limits=1, user_api="blas"),  # the coordinator's setting
@@ -202,16 +243,156 @@ def run_on_bag(args: argparse.Namespace) -> BagRun:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bags import BagError
-    from .report import comparison_table, write_report
+    from .report import comparison_table, report_folder_problem, write_report
 
+    problem = args.report and report_folder_problem(args.report, args.force)
+    if problem:
+        print(f"error: {problem}")
+        return 2
     try:
         result = run_on_bag(args)
-    except (BagError, ValueError, FileNotFoundError, KeyError) as error:
-        print(f"error: {error}")
+        if args.json:
+            print(json.dumps(estimate_document(result, args.bag), indent=1, allow_nan=False))
+        else:
+            print(comparison_table(result.final, result.truth))
+            print(input_summary(result.pipeline))
+        if args.report:
+            path = write_report(args.report, result, args.bag)
+            print(f"report: {path}", file=sys.stderr if args.json else sys.stdout)
+    except INPUT_ERRORS as error:
+        if args.json:
+            print(json.dumps({"error": str(error)}))
+        else:
+            print(f"error: {error}")
         return 2
-    print(comparison_table(result.final, result.truth))
-    if args.report:
-        write_report(args.report, result, args.bag)
-        print(f"report: {args.report / 'report.md'}")
     return 0
+
+
+def input_summary(pipeline: Any) -> str:
+    """What the pipeline took and refused: accepted samples per robot, every refusal by robot
+    and reason (with the latest detail), sets the aligner could not form."""
+    lines = [f"input: samples accepted {dict(sorted(pipeline.accepted.items()))}"]
+    refusals = pipeline.refusals()
+    lines += [f"refused: {text}" for text in refusals] or ["refused: none"]
+    dropped = dict(pipeline.dropped())
+    if dropped:
+        lines.append(f"sets not formed by the aligner: {dropped}")
+    return "\n".join(lines)
+
+
+STAGES = ("WAITING", "KINEMATICS", "STATICS", "DYNAMICS", "FROZEN")
+PARAMETERS = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Ixz", "Iyy", "Iyz", "Izz")
+
+
+def _finite(value: Any) -> Any:
+    """JSON-ready: nested lists of floats, non-finite numbers as null."""
+    array = np.asarray(value, dtype=float)
+    if array.ndim == 0:
+        return float(array) if np.isfinite(array) else None
+    return [_finite(v) for v in array]
+
+
+def estimate_document(result: BagRun, bag: Path) -> dict[str, Any]:
+    """The final estimate as JSON-ready data (the README documents the schema): validity,
+    every quantity with its covariance (null where not valid), advice, refusals, and the
+    comparison with the ground truth when the bag has it."""
+    from ..core.cooperative.payload_properties import payload_properties
+    from ..ros.conversions import covariance_matrix, seconds, transform_matrix
+    from .report import comparison_rows
+
+    final = result.final
+    valid = {
+        "grasps": final.grasps_valid,
+        "mass": final.mass_valid,
+        "com": final.com_valid,
+        "inertia": final.inertia_valid,
+    }
+    theta = np.asarray(final.parameters, dtype=float)
+    covariance = np.asarray(final.parameter_covariance, dtype=float).reshape(10, 10)
+    document: dict[str, Any] = {
+        "bag": str(bag),
+        "robots": result.robots,
+        "reference": result.reference,
+        "stamp": seconds(final.header.stamp),
+        "stage": STAGES[final.stage],
+        "valid": valid,
+        "physically_consistent": final.physically_consistent,
+        "consistency_margin": _finite(final.consistency_margin),
+        "parameters": {
+            "names": list(PARAMETERS),
+            "value": _finite(theta),
+            "covariance": _finite(covariance),
+        },
+        "grasps": {
+            g.robot_id: {
+                "frame_id": g.frame_id,
+                "T_s_i": _finite(transform_matrix(g.transform)),
+                "covariance": _finite(
+                    c if (c := covariance_matrix(g.covariance)) is not None else np.zeros((6, 6))
+                ),
+            }
+            for g in final.grasps
+        }
+        if final.grasps_valid
+        else None,
+        "mass": None,
+        "com": None,
+        "inertia_about_com": None,
+        "principal_moments": None,
+    }
+    if final.mass_valid and theta[0] > 0:
+        props = payload_properties(theta, covariance)
+        document["mass"] = {"value": props.mass, "variance": _finite(props.mass_variance)}
+        if final.com_valid:
+            document["com"] = {
+                "value": _finite(props.p_s_c),
+                "covariance": _finite(props.p_s_c_covariance),
+            }
+        if final.inertia_valid:
+            document["inertia_about_com"] = {
+                "value": _finite(props.inertia_about_com),
+                "covariance": _finite(props.inertia_about_com_covariance),
+            }
+            document["principal_moments"] = {
+                "value": _finite(props.principal_moments),
+                "covariance": _finite(props.principal_moments_covariance),
+            }
+    document["condition_numbers"] = {
+        name: _finite(getattr(final, f"{name}_condition_number"))
+        for name in ("kinematics", "statics", "dynamics")
+    }
+    document["samples"] = {
+        "kinematics": final.samples_kinematics,
+        "static": final.samples_static,
+        "dynamic": final.samples_dynamic,
+        "sets_rejected": final.samples_rejected,
+    }
+    document["advice"] = list(final.advice)
+    pipeline = result.pipeline
+    document["input"] = {
+        "accepted": dict(sorted(pipeline.accepted.items())),
+        "refused": [
+            {
+                "robot": rid,
+                "reason": reason,
+                "count": n,
+                "detail": pipeline.rejection_details[(rid, reason)],
+            }
+            for (rid, reason), n in sorted(pipeline.rejected.items())
+        ],
+        "sets_dropped": dict(pipeline.dropped()),
+    }
+    document["comparison"] = (
+        [
+            {
+                "quantity": row.name,
+                "estimate": _finite(row.value) if row.sigma is not None else None,
+                "sigma": None if row.sigma is None else _finite(row.sigma),
+                "truth": None if row.truth is None else _finite(row.truth),
+            }
+            for row in comparison_rows(final, result.truth)
+        ]
+        if result.truth is not None
+        else None
+    )
+    return document

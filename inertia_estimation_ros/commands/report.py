@@ -11,6 +11,7 @@ through ``ros.conversions`` and ``core.cooperative.payload_properties``.
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -378,6 +379,28 @@ def plot_excitation(path: Path, data: TeamData, history: list, reference: str, t
 
 
 # ----- the report ------------------------------------------------------------------------------
+def report_folder_problem(out: Path, force: bool = False) -> str:
+    """Why the report cannot go into ``out`` ('' if it can), checked before the estimate runs:
+    a file in the way, a folder that is not writable, or an earlier report (kept unless
+    ``force``)."""
+    if out.exists() and not out.is_dir():
+        return f"{out} is a file, not a folder: choose another folder for the report"
+    existing = [name for name in ("report.md", *PLOTS) if (out / name).exists()]
+    if existing and not force:
+        return (
+            f"{out} already holds {', '.join(existing)}: choose another folder, or add "
+            "--force to overwrite them"
+        )
+    ancestor = out
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"{ancestor} is a file, so {out} cannot be created: choose another folder"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return f"cannot write into {ancestor}: choose a folder you can write to"
+    return ""
+
+
 def write_report(out: Path, run: Any, bag: Path) -> Path:
     """The report folder of an ``estimate_bag`` result: report.md and the PNG plots."""
     import matplotlib
@@ -457,19 +480,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     add_bag_arguments(parser)
     parser.add_argument("--out", type=Path, required=True, help="report folder")
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite the report already in --out"
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bags import BagError
-    from .estimate import run_on_bag
+    from .estimate import INPUT_ERRORS, run_on_bag
 
+    problem = report_folder_problem(args.out, args.force)
+    if problem:
+        print(f"error: {problem}")
+        return 2
     try:
         result = run_on_bag(args)
-    except (BagError, ValueError, FileNotFoundError, KeyError) as error:
+        path = write_report(args.out, result, args.bag)
+    except INPUT_ERRORS as error:
         print(f"error: {error}")
         return 2
-    path = write_report(args.out, result, args.bag)
     print(comparison_table(result.final, result.truth))
     print(f"report: {path}")
     return 0

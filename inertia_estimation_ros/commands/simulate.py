@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
 import yaml
@@ -26,6 +27,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seed", type=int, help="random seed (default: the scenario's)")
     parser.add_argument(
+        "--force", action="store_true", help="replace the outputs of an earlier run in --out"
+    )
+    parser.add_argument(
         "--no-ground-truth",
         action="store_true",
         help="leave the /ground_truth/... topics out of the bag (they stay in ground_truth.yaml)",
@@ -47,8 +51,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     seed = scenario.seed if args.seed is None else args.seed
     out = args.out or Path(f"{scenario.name}_seed{seed}")
-    if (out / "bag").exists():
-        print(f"error: {out / 'bag'} exists; choose another --out or remove it")
+    problem = _output_problem(out, args.force)
+    if problem:
+        print(f"error: {problem}")
         return 2
     out.mkdir(parents=True, exist_ok=True)
     if hasattr(scenario, "simulate_to"):  # a scenario with its own topics (tray_balancing)
@@ -81,3 +86,23 @@ def run(args: argparse.Namespace) -> int:
         f"{rtf:.1f}); wrote {out / 'bag'} ({args.storage})"
     )
     return 0
+
+
+OUTPUTS = ("bag", "scenario.yaml", "ground_truth.yaml", "urdf")
+
+
+def _output_problem(out: Path, force: bool) -> str:
+    """Why ``out`` cannot take the outputs ('' if it can); with ``force`` an earlier run's
+    outputs are removed first."""
+    if out.exists() and not out.is_dir():
+        return f"{out} is a file: choose a folder for --out"
+    existing = [name for name in OUTPUTS if (out / name).exists()]
+    if existing and not force:
+        return (
+            f"{out} exists with {', '.join(existing)} of an earlier run: choose another "
+            "--out, or add --force to replace them"
+        )
+    for name in existing:
+        path = out / name
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    return ""

@@ -54,6 +54,7 @@ RATE_WINDOW = 2.0  # [s] of stamps over which a robot's rate is measured
 WARMUP_MIN_SPAN = 4.0  # [s] of samples before the first clock offset estimate
 WARMUP_RETRY = 0.5  # [s] between offset estimates until every offset is known
 RELEASE_CHUNK = 64  # waiting samples pushed between two alignments
+UNTRUSTED = 0.05  # fraction of a robot's samples refused beyond which nothing is valid
 LATENCY_WINDOW = 2000  # latest latencies kept for percentiles
 # EstimatorSettings that the coordinator exposes as parameters.
 ESTIMATOR_PARAMETERS = (
@@ -165,6 +166,7 @@ class TeamPipeline:
         self.settings = settings or PipelineSettings()
         self.clock = clock
         self.rejected: Counter = Counter()  # (robot id, reason) -> count, over the whole run
+        self.rejection_details: dict[tuple[str, str], str] = {}  # (robot, reason) -> latest
         self.last_rejection = ""
         self.resets = 0
         self.events: deque[str] = deque(maxlen=100)  # what changed, for the node's log
@@ -179,6 +181,7 @@ class TeamPipeline:
         self.full = _Subteam(ids, self.reference_id, self.settings, dict.fromkeys(ids, 0.0))
         self.partial: _Subteam | None = None
         self.silent: dict[str, float] = {}  # robot -> seconds behind the team's newest sample
+        self.ahead: dict[str, float] = {}  # robot -> seconds its clock runs ahead of the team
         self.last_stamp: dict[str, float] = {}
         self.latest: dict[str, GraspSample] = {}  # newest accepted sample per robot
         self.accepted: Counter = Counter()
@@ -225,8 +228,67 @@ class TeamPipeline:
     def reject(self, robot_id: str, reason: str, detail: str = "") -> str:
         """Count a refused input under ``reason``; returns the reason."""
         self.rejected[(robot_id, reason)] += 1
+        self.rejection_details[(robot_id, reason)] = detail or reason
         self.last_rejection = f"{robot_id}: {detail or reason}"
         return reason
+
+    def refusals(self) -> list[str]:
+        """One line per robot and reason: how many samples were refused and the latest
+        detail, e.g. "robot_2: 390 samples refused, wrong frame id (frame id 'world',
+        expected 'robot_2/grasp')"; robots with the most refusals first."""
+        ordered = sorted(self.rejected.items(), key=lambda item: (-item[1], item[0]))
+        return [
+            f"{rid}: {n} samples refused, {reason} ({self.rejection_details[(rid, reason)]})"
+            for (rid, reason), n in ordered
+        ]
+
+    def _untrusted_robots(self) -> tuple[str, ...]:
+        """Advice for every robot with more than ``UNTRUSTED`` of its samples refused: its
+        samples in between cannot be trusted either (stamps out of order: those accepted
+        may carry wrong stamps; NaN in a stretch: the estimate with the rest came out of its
+        sigma, 15 sigma on a grasp), and every quantity depends on every robot, so none is
+        valid."""
+        advice = []
+        for rid in self.robot_ids:
+            mine = {reason: n for (r, reason), n in self.rejected.items() if r == rid}
+            refused = sum(mine.values())
+            total = refused + self.accepted[rid]
+            if refused <= UNTRUSTED * total:
+                continue
+            if mine.get("out-of-order stamp", 0) > UNTRUSTED * total:
+                cause = (
+                    f"{mine['out-of-order stamp']} of its {total} samples came with stamps out "
+                    "of order (reordered on the way, or stamped wrongly), so its stamps cannot "
+                    "be trusted"
+                )
+                cure = (
+                    "stamp each sample when it is measured, from one monotonic clock, and "
+                    "deliver them in order"
+                )
+            else:
+                cause = (
+                    f"{refused} of its {total} samples were refused ({self._worst_refusal(rid)})"
+                )
+                cure = "fix its driver or its configuration"
+            advice.append(f"{rid}: {cause}; no quantity is valid with it: {cure}")
+        return tuple(advice)
+
+    def _refusal_advice(self) -> tuple[str, ...]:
+        """Advice for every robot that had more than 1 % of its samples refused (more than
+        ``UNTRUSTED``: ``_untrusted_robots`` says it)."""
+        advice = []
+        for rid in self.robot_ids:
+            mine = {reason: n for (r, reason), n in self.rejected.items() if r == rid}
+            refused = sum(mine.values())
+            total = refused + self.accepted[rid]
+            if 0.01 * total < refused <= UNTRUSTED * total:
+                reason = max(mine, key=mine.get)
+                advice.append(
+                    f"{rid}: {refused} of its {refused + self.accepted[rid]} samples refused, "
+                    f"mostly {reason} ({self.rejection_details[(rid, reason)]}): fix its "
+                    "driver or its configuration"
+                )
+        return tuple(advice)
 
     def push(self, sample: GraspSample, frame_id: str, received: float | None = None) -> str:
         """Check and buffer one robot's sample; returns '' or the reason it was refused."""
@@ -235,6 +297,18 @@ class TeamPipeline:
             return self.reject(
                 str(rid), "unknown robot", f"robot id {rid!r} is not one of {list(self.robot_ids)}"
             )
+        reason = self._check(sample, frame_id)
+        if reason:
+            for team in self._teams():  # no set is interpolated across a refused sample
+                if rid in team.robot_ids:
+                    team.aligner.hole(rid, sample.stamp)
+            return reason
+        self._accept(sample, received)
+        return ""
+
+    def _check(self, sample: GraspSample, frame_id: str) -> str:
+        """'' or the reason (counted) why a known robot's sample is refused."""
+        rid = sample.robot_id
         expected = self.settings.frame_of(rid)
         if frame_id != expected:
             return self.reject(
@@ -243,11 +317,7 @@ class TeamPipeline:
         problem = _sample_problem(sample)
         if problem:
             return self.reject(rid, "non-finite or missing values", problem)
-        reason = self._check_stamp(rid, sample.stamp)
-        if reason:
-            return reason
-        self._accept(sample, received)
-        return ""
+        return self._check_stamp(rid, sample.stamp)
 
     def _check_stamp(self, rid: str, stamp: float) -> str:
         last = self.last_stamp.get(rid)
@@ -324,11 +394,29 @@ class TeamPipeline:
             self.update_latencies.append(self.clock() - stamp)
 
     def _behind(self) -> dict[str, float]:
-        """Seconds each robot's newest sample is behind the team's newest (reference time)."""
+        """Seconds each robot's newest sample is behind the team's newest (reference time),
+        leaving out the robots whose clocks run ahead (``_clock_ahead``)."""
         offsets = self.full.aligner.offsets
         on_reference = {r: t - offsets[r] for r, t in self.last_stamp.items()}
-        newest = max(on_reference.values())
-        return {r: newest - on_reference.get(r, self._first_stamp) for r in self.robot_ids}
+        self.ahead = self._clock_ahead(on_reference)
+        newest = max(t for r, t in on_reference.items() if r not in self.ahead)
+        return {
+            r: newest - on_reference.get(r, self._first_stamp)
+            for r in self.robot_ids
+            if r not in self.ahead
+        }
+
+    def _clock_ahead(self, on_reference: dict[str, float]) -> dict[str, float]:
+        """Robots whose newest stamp is more than ``robot_timeout`` ahead of the median of
+        the team's newest stamps (a clock set wrong), with how far; needs three robots."""
+        if len(on_reference) < 3:
+            return {}
+        median = float(np.median(list(on_reference.values())))
+        return {
+            r: t - median
+            for r, t in on_reference.items()
+            if t - median > self.settings.robot_timeout
+        }
 
     def _update_liveness(self) -> None:
         if not self.last_stamp:
@@ -338,6 +426,16 @@ class TeamPipeline:
         if set(silent) != set(self.silent):
             self._regroup(set(silent))
         self.silent = silent
+
+    def _clock_advice_ahead(self) -> tuple[str, ...]:
+        return tuple(self._ahead_advice(rid) for rid in sorted(self.ahead))
+
+    def _ahead_advice(self, rid: str) -> str:
+        return (
+            f"{rid}'s stamps are {self.ahead[rid]:.3g} s ahead of the other robots': its clock "
+            "is wrong, so none of its samples can be paired with theirs; synchronize the "
+            "robots' clocks (chrony, PTP)"
+        )
 
     def _regroup(self, silent: set[str]) -> None:
         """A robot went silent or came back: rebuild the sub-team of those publishing."""
@@ -356,6 +454,12 @@ class TeamPipeline:
             self.events.append("the whole team publishes: estimation with every robot goes on")
 
     def _silence_consequence(self, rid: str) -> str:
+        refused = sum(n for (r, _), n in self.rejected.items() if r == rid)
+        if refused and not self.accepted[rid]:
+            return (
+                f"every one of its {refused} samples was refused ({self._worst_refusal(rid)}), "
+                "so the team estimate waits for it: fix its driver or its configuration"
+            )
         active = [r for r in self.robot_ids if r not in self.silent and r != rid]
         if rid == self.reference_id:
             return (
@@ -368,6 +472,11 @@ class TeamPipeline:
             "mass, CoM and inertia need every robot holding the payload, so they keep the "
             f"values estimated before; grasp kinematics goes on among {', '.join(active)}"
         )
+
+    def _worst_refusal(self, rid: str) -> str:
+        mine = {reason: n for (r, reason), n in self.rejected.items() if r == rid}
+        reason = max(mine, key=mine.get)
+        return f"{reason}: {self.rejection_details[(rid, reason)]}"
 
     def _update_offsets(self) -> None:
         s = self.settings
@@ -418,6 +527,19 @@ class TeamPipeline:
             return self.last_estimate
         if self.silent:
             estimate = self._degraded(estimate, full)
+        problems = self._clock_advice_ahead() + self._refusal_advice()
+        if problems:
+            estimate = replace(estimate, advice=problems + estimate.advice)
+        untrusted = self._untrusted_robots()
+        if untrusted:
+            estimate = replace(
+                estimate,
+                grasps_valid=False,
+                mass_valid=False,
+                com_valid=False,
+                inertia_valid=False,
+                advice=untrusted + estimate.advice,
+            )
         if self._waiting is not None:
             estimate = replace(estimate, advice=(self._clock_advice(),) + estimate.advice)
         self.last_estimate = estimate
@@ -491,6 +613,8 @@ class TeamPipeline:
         rejected = {reason: n for (r, reason), n in self.rejected.items() if r == rid}
         values |= {f"rejected: {reason}": str(n) for reason, n in sorted(rejected.items())}
         new = sum(n - self._reported[(rid, reason)] for reason, n in rejected.items())
+        if rid in self.ahead:
+            return Status(rid, "ERROR", self._ahead_advice(rid), values)
         if rid in self.silent:
             message = (
                 f"{rid} is silent (no sample for {self.silent[rid]:.1f} s): "

@@ -5,6 +5,10 @@ e.g. ``/*/grasp_state``), and writes every message as received (serialized, neve
 stamped with the node's clock (simulated time with ``use_sim_time``). A topic whose
 publishers are all transient-local (``robot_description``, ``payload_estimate``) is
 subscribed latched and recorded as such, so that a replay re-latches it.
+
+Every ``FLUSH_PERIOD`` the messages written so far go to disk (``BagWriter.flush``): a
+recorder killed by SIGKILL loses at most that last span, and ``bags.repair_bag``
+(``inertia_estimation bag-repair``) recovers the rest.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ..bags import BagWriter, rclpy_class
 from .runtime import steady_timer
 
 DISCOVERY_PERIOD = 0.5  # [s] between looks for new topics
+FLUSH_PERIOD = 0.5  # [s] between flushes of the bag to disk
 
 
 def matches(topic: str, patterns: Sequence[str]) -> bool:
@@ -51,6 +56,7 @@ class BagRecorder(Node):
         self._closed = False
         self._discover()
         steady_timer(self, DISCOVERY_PERIOD, self._discover)
+        steady_timer(self, FLUSH_PERIOD, self._flush)
 
     @property
     def subscribed(self) -> set[str]:
@@ -93,6 +99,11 @@ class BagRecorder(Node):
             stamp = self.get_clock().now().nanoseconds
             self.writer.write(topic, self._types[topic], stamp, raw, latched=topic in self._latched)
             self.counts[topic] += 1
+
+    def _flush(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self.writer.flush()
 
     def close(self) -> Path:
         """Finish the bag (before the node is destroyed); returns its path."""

@@ -469,10 +469,7 @@ def _evaluate(view: _View, used: np.ndarray, settings: EstimatorSettings) -> _Ev
         variance[mine] = 2 * level.kappa * level.shape * view.n[mine] + 2 * t[mine].clip(0) / r**2
         noise_f[mine] = np.trace(level.noise[3:, 3:])
         noise_m[mine] = np.trace(level.noise[:3, :3])
-    mean = np.maximum(mean, 1e-9)
-    variance = np.maximum(variance, 1e-9)
-    scale = variance / (2 * mean)  # T / mu ~ scale chi2(mean / scale)
-    threshold = scale * chi2.isf(settings.external_wrench_false_alarm, mean / scale)
+    significant, severity = significance(T, mean, variance, settings.external_wrench_false_alarm)
     power_f = np.trace(R[:, 3:, 3:], axis1=1, axis2=2) / view.n
     power_m = np.trace(R[:, :3, :3], axis1=1, axis2=2) / view.n
     force = np.sqrt(np.maximum(power_f - noise_f, 0.0)) * view.rows[3]
@@ -486,7 +483,28 @@ def _evaluate(view: _View, used: np.ndarray, settings: EstimatorSettings) -> _Ev
     sized = (force >= 2 * np.sqrt(spread * noise_f.clip(0)) * view.rows[3]) & (
         moment >= 2 * np.sqrt(spread * noise_m.clip(0)) * view.rows[0]
     )
-    return _Evaluation(theta, (T > threshold) & relevant, T / threshold, force, moment, sized)
+    return _Evaluation(theta, significant & relevant, severity, force, moment, sized)
+
+
+MIN_DEGREES_OF_FREEDOM = 0.5  # of a segment's residual: fewer, and it cannot be tested
+
+
+def significance(
+    T: np.ndarray, mean: np.ndarray, variance: np.ndarray, false_alarm: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(significant, T / threshold) of residual statistics T ~ scale chi2(mean / scale)
+    (module docstring) at the level ``false_alarm``. A segment whose residual keeps fewer
+    than ``MIN_DEGREES_OF_FREEDOM`` (its own fit absorbs it) shows nothing: not significant,
+    severity 0. (Its chi2 quantile underflows to a threshold of 0, which flagged any
+    residual and divided by zero.)"""
+    mean = np.maximum(mean, 1e-9)
+    variance = np.maximum(variance, 1e-9)
+    scale = variance / (2 * mean)
+    dof = mean / scale
+    testable = dof >= MIN_DEGREES_OF_FREEDOM
+    threshold = scale * chi2.isf(false_alarm, np.where(testable, dof, 1.0))
+    severity = np.where(testable, T / np.where(testable, threshold, 1.0), 0.0)
+    return testable & (T > threshold), severity
 
 
 def _set_level(level: _Level, view: _View, fitted: np.ndarray, basis: np.ndarray) -> None:

@@ -20,9 +20,10 @@ This is the API the coordinator node uses (paper 000's whole method, made recurs
   The phase picks the set's noise group in the one-stage wrench fit (static sets are far
   less noisy), the counts, and whether it feeds the twist fit (moving sets only). The
   regressor always uses the measured motion, so a misclassified set costs no model error.
-  Its motion is the consensus of all robots with the latest grasps; before the first grasp
-  estimate it is the reference robot's own, whose larger noise those sets' segments
-  ("/own" groups) are judged and weighted with.
+  Its motion is the reference robot's own (not a consensus through the latest grasps,
+  which would make the statistics, and so the final solve, depend on when the solves
+  before it ran), whose noise those sets' segments ("/own" groups) are judged and weighted
+  with.
 * ``estimate()`` solves from the statistics when new data arrived since the last solve
   (warm-started; tens to a few hundred ms), else returns the cached estimate.
   ``estimate_now()`` forces a full solve from scratch. Call them from a timer, not per sample.
@@ -277,14 +278,19 @@ class TeamEstimator:
     def _payload_motion(
         self, V: np.ndarray, dV: np.ndarray, g: np.ndarray, has_g: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """V_s, dV_s, g_s: consensus with the latest grasps, else the reference robot's own."""
-        C = self._maps.get("consensus")
-        if C is None:
-            g_s = g[self._s] if has_g[self._s] else None
-            return V[self._s], dV[self._s], g_s
-        R = self._maps["R_s_i"]
-        g_s = np.einsum("kij,kj->i", R[has_g], g[has_g]) / has_g.sum()
-        return C @ V.ravel(), C @ dV.ravel(), g_s
+        """V_s, dV_s, g_s of the wrench regressor: the reference robot's own, always.
+
+        Not the consensus of all robots with the latest grasps: the statistics never
+        forget, so a consensus through the grasps of whichever solve came last would bake
+        that solve's errors into them, and the final solve from scratch would depend on the
+        schedule of the solves before it (issue 15: test_graph's mass 14 sigma off when
+        solved every 0.5 s, right when solved every 5 s). Only if the reference robot reports
+        no gravity is another robot's rotated in with the latest grasps."""
+        if has_g[self._s]:
+            return V[self._s], dV[self._s], g[self._s]
+        R = self._maps.get("R_s_i")
+        g_s = np.einsum("kij,kj->i", R[has_g], g[has_g]) / has_g.sum() if R is not None else None
+        return V[self._s], dV[self._s], g_s
 
     def _add_wrench(
         self,
@@ -307,8 +313,7 @@ class TeamEstimator:
         if group == "static":
             self._tilts += np.outer(g_s, g_s) / (g_s @ g_s)
         self._counts[group] += 1
-        own = "" if "consensus" in self._maps else OWN_MOTION  # no grasps yet: one robot's motion
-        segment = self._segments.add(float(self._last_stamp), group + own, Y, F)
+        segment = self._segments.add(float(self._last_stamp), group + OWN_MOTION, Y, F)
         if "wrench_maps" in self._maps:
             r = np.einsum("iab,ib->a", self._maps["wrench_maps"], F) - Y @ self._fit.theta
             segment.correlation.add(self._maps["wrench_whitener"] @ r)
@@ -436,7 +441,7 @@ class TeamEstimator:
         return float(np.sqrt(max(power, 0.0) / (3 * len(ids) * self._twists.weight)))
 
     def _cache_maps(self) -> None:
-        """Maps used per sample until the next solve: robust weights, consensus, residuals."""
+        """Maps used per sample until the next solve: robust weights, residuals."""
         self._maps = {}
         kin = self._kinematics
         if kin is None:
@@ -445,8 +450,6 @@ class TeamEstimator:
         self._maps["twists"] = residual_map_of(replace(kin, source="twists"))
         if kin.source == "poses":
             self._maps["poses"] = residual_map_of(kin, self._poses)
-        A = stacked_adjoint(kin.T_s_i, ids)
-        self._maps["consensus"] = consensus_map(A, noise_precision(kin.twist_noise, ids))
         self._maps["R_s_i"] = np.stack([kin.T_s_i[r][:3, :3] for r in ids])
         if self._fit is not None:
             key = "dynamic" if "dynamic" in self._groups else next(iter(self._groups))

@@ -13,7 +13,7 @@ import textwrap
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "core-without-ros.md"
 # The ROS boundary: these may import messages (and are not part of `pip install .`'s core).
-ROS_BOUNDARY = ("inertia_estimation_ros.sim.topics",)
+ROS_BOUNDARY = ("inertia_estimation_ros.sim.topics", "inertia_estimation_ros.sim.aerial.topics")
 BLOCKER = textwrap.dedent(
     """
     import importlib, importlib.abc, pkgutil, sys

@@ -104,14 +104,19 @@ def fake_launch_modules() -> dict[str, types.ModuleType]:
     }
 
 
-def launch(path: Path, monkeypatch, **arguments: str) -> list[Action]:
-    """Every action the launch file starts, with its arguments' defaults (or ``arguments``)."""
+def description(path: Path, monkeypatch) -> list[Action]:
+    """The entities of the launch file's ``generate_launch_description()``."""
     for name, module in fake_launch_modules().items():
         monkeypatch.setitem(sys.modules, name, module)
     spec = importlib.util.spec_from_file_location(path.stem.replace(".", "_"), path)
     launch_file = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(launch_file)
-    entities = launch_file.generate_launch_description().entities
+    return launch_file.generate_launch_description().entities
+
+
+def launch(path: Path, monkeypatch, **arguments: str) -> list[Action]:
+    """Every action the launch file starts, with its arguments' defaults (or ``arguments``)."""
+    entities = description(path, monkeypatch)
     declared = {
         e.args[0]: e.kwargs.get("default_value")
         for e in entities
@@ -192,7 +197,46 @@ def test_the_replay_launch_plays_the_bag_on_clock_beside_the_nodes(monkeypatch):
     for topic in ("/clock", "/robot_1/grasp_state", "/robot_3/grasp_wrench"):
         assert f"{topic}:=/recorded{topic}" in remaps
     nodes = [a for a in started if type(a).__name__ == "Node"]
-    assert nodes and all({"use_sim_time": True} in a.kwargs["parameters"] for a in nodes)
+    assert nodes and all(node_parameters(a)["use_sim_time"] is True for a in nodes)
+
+
+def node_parameters(node: Action) -> dict:
+    """The parameters a launched node gets from its parameter file(s), by its full name."""
+    fqn = f"{node.kwargs['namespace'].rstrip('/')}/{node.kwargs['executable']}"
+    out = {}
+    for entry in node.kwargs["parameters"]:
+        data = yaml.safe_load(Path(entry).read_text())
+        out |= data.get("/**", {}).get("ros__parameters", {})
+        out |= data.get(fqn, {}).get("ros__parameters", {})
+    return out
+
+
+@pytest.mark.parametrize("launch_file", sorted(LAUNCHES))
+def test_every_launch_file_has_the_standard_arguments(launch_file, monkeypatch):
+    """namespace, use_sim_time, log_level and config, as a ROS 2 user expects of any launch
+    file: the nodes go under the namespace with their parameters and the log level."""
+    path = ROOT / "launch" / launch_file
+    declared = {
+        e.args[0]
+        for e in description(path, monkeypatch)
+        if type(e).__name__ == "DeclareLaunchArgument"
+    }
+    assert {"namespace", "use_sim_time", "log_level", "config"} <= declared
+    arguments = {"config": LAUNCHES[launch_file][0], "bag": "runs/bag"}
+    default = launch(path, monkeypatch, **arguments)
+    started = launch(
+        path, monkeypatch, namespace="team_a", use_sim_time="true", log_level="debug", **arguments
+    )
+    ours = [a for a in started if type(a).__name__ == "Node" and a.kwargs["package"] == PACKAGE]
+    plain = [a for a in default if type(a).__name__ == "Node" and a.kwargs["package"] == PACKAGE]
+    assert ours and [a.kwargs["namespace"] for a in ours] == [
+        "/team_a" + a.kwargs["namespace"].rstrip("/") for a in plain
+    ]
+    for node in ours:
+        check_node_parameters(node)
+        assert node.kwargs["ros_arguments"] == ["--log-level", "debug"]
+        if node.kwargs["executable"] != "sim_node":
+            assert node_parameters(node)["use_sim_time"] is True
 
 
 def rviz_topics(path: Path) -> list[str]:

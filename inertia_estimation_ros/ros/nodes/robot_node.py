@@ -118,7 +118,13 @@ INTERFACE = NodeInterface(
         ),
     ],
     parameters=[
-        Param("robot_id", "string", "", "team-unique robot id; empty: the node's namespace"),
+        Param(
+            "robot_id",
+            "string",
+            "",
+            "team-unique robot id; empty: the last part of the node's namespace (robot_1 in "
+            "/team_a/robot_1)",
+        ),
         Param(
             "grasp_frame", "string", "", "grasp frame {i} (a URDF frame); empty: `<robot_id>/grasp`"
         ),
@@ -254,7 +260,7 @@ class RobotNode(Node):
         steady_timer(self, p.diagnostics_period, self._publish_diagnostics)
 
     def _settings(self, p: SimpleNamespace) -> GraspSignalSettings:
-        robot_id = p.robot_id or self.get_namespace().strip("/")
+        robot_id = p.robot_id or self.get_namespace().rpartition("/")[2]
         if not robot_id:
             raise ParameterError(
                 f"parameter '{self.get_fully_qualified_name()}.robot_id' is empty and the node "

@@ -6,8 +6,8 @@
 #   make demo    the main job (see README)
 #   make readme  regenerate the README's node tables from the nodes' interfaces
 #
-# Each step is stamped: a second `make setup` on an up-to-date tree only re-syncs the
-# Python sources through `cmake --install` and takes seconds.
+# Each step is stamped: a second `make setup` on an up-to-date tree does nothing; after a
+# source change it re-installs the package with pip (seconds).
 
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -16,18 +16,18 @@ VENV_ABS := $(abspath $(VENV))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamps
 BUILD := build/cmake
+STAGE := build/stage
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 # The PyPI ROS wheels resolve their own library paths; CMake needs the prefix paths.
 CMAKE_ENV := PATH=$(VENV_ABS)/bin:$$PATH CMAKE_PREFIX_PATH=$(VENV_ABS) AMENT_PREFIX_PATH=$(VENV_ABS)
 CMAKE_ARGS := -DCMAKE_INSTALL_PREFIX=$(VENV_ABS) -DCMAKE_PREFIX_PATH=$(VENV_ABS) \
-	-DPython3_EXECUTABLE=$(VENV_ABS)/bin/python -DBUILD_TESTING=OFF
+	-DPython3_EXECUTABLE=$(VENV_ABS)/bin/python -DBUILD_TESTING=ON
 PACKAGE_SOURCES := CMakeLists.txt package.xml $(wildcard msg/*.msg cmake/*) \
 	$(shell find inertia_estimation_ros launch config rviz -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
 .PHONY: setup test lint bench demo readme clean
 
-setup: $(STAMP)/package $(STAMP)/console-scripts
-	@$(CMAKE_ENV) $(BIN)/cmake --install $(BUILD) > $(BUILD)/install.log
+setup: $(STAMP)/install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -54,8 +54,14 @@ $(STAMP)/package: $(STAMP)/tf2_msgs $(PACKAGE_SOURCES)
 	$(CMAKE_ENV) $(BIN)/cmake --build $(BUILD) -j2 > $(BUILD)/build.log
 	@touch $@
 
-# Console scripts for pip users (setup.py); CMake installs the same entry points into lib/.
-$(STAMP)/console-scripts: $(STAMP)/package setup.py
+# One installer into the venv, pip, so that `pip uninstall` removes every file: CMake's
+# install is staged in build/stage and setup.py installs it with the Python package and the
+# console scripts (files of an older direct CMake install into the venv are removed first).
+$(STAMP)/install: $(STAMP)/package setup.py
+	@if [ -f $(BUILD)/install_manifest.txt ]; then \
+		grep "^$(VENV_ABS)/" $(BUILD)/install_manifest.txt | xargs -r rm -f; fi
+	@rm -rf $(STAGE) build/lib build/bdist.*
+	@$(CMAKE_ENV) $(BIN)/cmake --install $(BUILD) --prefix $(STAGE) > $(BUILD)/install.log
 	$(PIP) --no-deps --no-build-isolation .
 	@touch $@
 

@@ -78,6 +78,13 @@ class GraspSignalSettings:
     max_gap: float = 0.1  # [s] a longer gap between samples restarts the filters
     clock_jump: float = 0.5  # [s] a stamp this much before the last one restarts everything
     sync_timeout: float = 0.05  # [s] how long a sample waits for its F/T or IMU data
+    # Prepended to URDF link names in frame ids (robot_state_publisher's frame_prefix):
+    # messages name {i} ``frame_prefix + grasp_frame``; grasp_frame and home_frame stay links.
+    frame_prefix: str = ""
+
+    def frame_id(self, link: str) -> str:
+        """The TF frame id of a URDF link."""
+        return f"{self.frame_prefix}{link}"
 
     def __post_init__(self) -> None:
         for name, choices in (
@@ -233,6 +240,7 @@ class GraspSignals:
         }
         self._ft, self._imu = _Buffer(), _Buffer()
         self._frames: dict[str, np.ndarray] = {}  # T_i_f of accepted sensor frames
+        self._static: dict[str, tuple[str, np.ndarray]] = {}  # child -> (parent, T_parent_child)
         self._g_i0 = np.asarray(settings.gravity_i0, dtype=float)
         self._restart_state()
         if urdf is not None:
@@ -370,10 +378,10 @@ class GraspSignals:
             raise _BadInputError(
                 "unused_stream", "a grasp pose arrives but kinematics_source is not grasp_pose"
             )
-        if frame_id != self.settings.home_frame:
+        home = self.settings.frame_id(self.settings.home_frame)
+        if frame_id != home:
             raise _BadInputError(
-                "wrong_frame",
-                f"grasp pose in {frame_id!r}, expected the home frame {self.settings.home_frame!r}",
+                "wrong_frame", f"grasp pose in {frame_id!r}, expected the home frame {home!r}"
             )
         T = np.asarray(T_i0_i, dtype=float)
         if not np.all(np.isfinite(T)):
@@ -411,25 +419,46 @@ class GraspSignals:
         T_i_u = self._sensor_frame(frame_id)
         return np.concatenate([T_i_u[:3, :3] @ f, T_i_u[:3, 3]])
 
+    def add_static_transform(self, parent: str, child: str, T_parent_child: np.ndarray) -> None:
+        """A fixed transform from /tf_static (tf2: the pose of ``child`` in ``parent``), used
+        for sensor frames the URDF does not have; the newest one per child counts."""
+        self._static[child] = (parent, np.asarray(T_parent_child, dtype=float))
+        self._frames = {}
+
     def _sensor_frame(self, frame_id: str) -> np.ndarray:
-        """T_i_f of a sensor frame: the grasp frame itself, or a URDF frame on the grasp link."""
+        """T_i_f of a sensor frame: the grasp frame itself, a URDF frame on the grasp link, or
+        a frame that /tf_static attaches, through fixed transforms, to one of those."""
         if frame_id in self._frames:
             return self._frames[frame_id]
-        if frame_id == self.settings.grasp_frame:
-            T = np.eye(4)
-        elif self.kinematics is None:
-            raise _BadInputError(
-                "wrong_frame",
-                f"sensor frame {frame_id!r} is not the grasp frame {self.settings.grasp_frame!r} "
-                "(without a URDF, sensors must report in the grasp frame)",
-            )
-        else:
-            try:
-                T = self.kinematics.frame_in_grasp(frame_id)
-            except RobotModelError as error:
-                raise _BadInputError("wrong_frame", str(error)) from None
-        self._frames[frame_id] = T
-        return T
+        T_parent_f, frame = np.eye(4), frame_id
+        for _ in range(len(self._static) + 1):
+            T = self._on_grasp_link(frame)
+            if T is not None:
+                self._frames[frame_id] = T @ T_parent_f
+                return self._frames[frame_id]
+            if frame not in self._static:
+                break
+            frame, T_parent = self._static[frame]
+            T_parent_f = T_parent @ T_parent_f
+        grasp = self.settings.frame_id(self.settings.grasp_frame)
+        raise _BadInputError(
+            "wrong_frame",
+            f"sensor frame {frame_id!r} is neither the grasp frame {grasp!r} nor a URDF frame "
+            "on its link, and /tf_static connects it to neither: publish its fixed offset on "
+            "/tf_static or report in the grasp frame",
+        )
+
+    def _on_grasp_link(self, frame_id: str) -> np.ndarray | None:
+        """T_i_f of the grasp frame or a URDF frame on the grasp link (by TF frame id)."""
+        prefix = self.settings.frame_prefix
+        if frame_id == self.settings.frame_id(self.settings.grasp_frame):
+            return np.eye(4)
+        if self.kinematics is None or not frame_id.startswith(prefix):
+            return None
+        try:
+            return self.kinematics.frame_in_grasp(frame_id[len(prefix) :])
+        except RobotModelError:
+            return None
 
     # ----- processing -----------------------------------------------------------------------
     def _filtered(self, stream: str, t: float, x: np.ndarray) -> None:

@@ -87,7 +87,7 @@ class RobotKinematics:
         if not self.model.existFrame(frame):
             raise RobotModelError(f"frame {frame!r} is not in the URDF")
         f, i = self.model.frames[self.model.getFrameId(frame)], self.model.frames[self.frame_id]
-        if f.parentJoint != i.parentJoint:
+        if _parent_joint(f) != _parent_joint(i):
             raise RobotModelError(
                 f"frame {frame!r} is not rigidly attached to the grasp frame {i.name!r}"
             )
@@ -135,8 +135,13 @@ class RobotKinematics:
 def _chain_model(model: pin.Model, frame: str) -> pin.Model:
     """The model of the joints from the root to ``frame`` only: every other joint locked at
     its neutral position (``pin.buildReducedModel``)."""
-    chain = set(model.supports[model.frames[model.getFrameId(frame)].parentJoint])
+    chain = set(model.supports[_parent_joint(model.frames[model.getFrameId(frame)])])
     locked = [j for j in range(1, model.njoints) if j not in chain]
     if not locked:
         return model
     return pin.buildReducedModel(model, locked, pin.neutral(model))
+
+
+def _parent_joint(frame: pin.Frame) -> int:
+    """The joint a frame moves with: ``parentJoint`` (Pinocchio 3), ``parent`` before."""
+    return frame.parentJoint if hasattr(frame, "parentJoint") else frame.parent

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import types
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from test_package_metadata import cmake_executables, setup_py_console_scripts
 
 from inertia_estimation_ros.ros.graph import (
     STANDARD_PARAMETERS,
+    GraphError,
     data_file,
     load_graph,
     published_topics,
@@ -30,6 +32,7 @@ LAUNCHES = {
     "team_estimation.launch.py": ["team_example.yaml"],
     "sim_estimation.launch.py": ["sim_paper000.yaml", "sim_test.yaml"],
     "replay.launch.py": ["replay.yaml"],
+    "gazebo_estimation.launch.py": ["gazebo_paper000.yaml"],
 }
 
 
@@ -224,13 +227,19 @@ def test_every_launch_file_has_the_standard_arguments(launch_file, monkeypatch):
     assert {"namespace", "use_sim_time", "log_level", "config"} <= declared
     arguments = {"config": LAUNCHES[launch_file][0], "bag": "runs/bag"}
     default = launch(path, monkeypatch, **arguments)
+    namespace = "team_a"
+    if launch_file == "gazebo_estimation.launch.py":  # the bridge's topics are absolute
+        with pytest.raises(GraphError, match="no namespace"):
+            launch(path, monkeypatch, namespace=namespace, **arguments)
+        namespace = ""
     started = launch(
-        path, monkeypatch, namespace="team_a", use_sim_time="true", log_level="debug", **arguments
+        path, monkeypatch, namespace=namespace, use_sim_time="true", log_level="debug", **arguments
     )
     ours = [a for a in started if type(a).__name__ == "Node" and a.kwargs["package"] == PACKAGE]
     plain = [a for a in default if type(a).__name__ == "Node" and a.kwargs["package"] == PACKAGE]
+    prefix = f"/{namespace}" if namespace else ""
     assert ours and [a.kwargs["namespace"] for a in ours] == [
-        "/team_a" + a.kwargs["namespace"].rstrip("/") for a in plain
+        (prefix + a.kwargs["namespace"].rstrip("/")) or "/" for a in plain
     ]
     for node in ours:
         check_node_parameters(node)
@@ -252,3 +261,56 @@ def test_rviz_shows_topics_the_demo_graph_publishes():
     assert "/coordinator_node/markers" in topics and "/robot_2/grasp_wrench" in topics
     missing = set(topics) - set(published_topics(load_graph("sim_paper000.yaml")))
     assert not missing, f"RViz shows topics no node of sim_paper000.yaml publishes: {missing}"
+
+
+def test_the_gazebo_launch_is_the_complete_graph(monkeypatch):
+    """gz sim on the scenario's world, the bridge, a robot_state_publisher per robot and the
+    estimation nodes: every topic the nodes need is bridged from the SDF's plugins with the
+    type the node expects or published by a robot_state_publisher whose URDF has the robot
+    node's frames and the SDF's joints; everything runs on the bridged /clock."""
+    started = launch(ROOT / "launch" / "gazebo_estimation.launch.py", monkeypatch)
+    kind = {type(a).__name__ for a in started}
+    assert {"IncludeLaunchDescription", "SetEnvironmentVariable", "Node"} <= kind
+    (gz,) = [a for a in started if type(a).__name__ == "IncludeLaunchDescription"]
+    world = Path(dict(gz.kwargs["launch_arguments"])["gz_args"].split()[-1])
+    assert world == ROOT / "gazebo" / "worlds" / "paper000_mocobots.sdf" and world.is_file()
+    nodes = [a for a in started if type(a).__name__ == "Node"]
+    (bridge,) = [a for a in nodes if a.kwargs["package"] == "ros_gz_bridge"]
+    bridged = {
+        e["ros_topic_name"]: e
+        for e in yaml.safe_load(Path(bridge.kwargs["parameters"][0]["config_file"]).read_text())
+    }
+    assert bridged["/clock"]["direction"] == "GZ_TO_ROS"
+    publishers = {
+        a.kwargs["namespace"]: a for a in nodes if a.kwargs["package"] == "robot_state_publisher"
+    }
+    ours = [a for a in nodes if a.kwargs["package"] == PACKAGE]
+    assert {a.kwargs["executable"] for a in ours} == {"robot_node", "coordinator_node"}
+    interface = {t.name: t.type for t in node_interface("robot_node").subscribes}
+    for node in (a for a in ours if a.kwargs["executable"] == "robot_node"):
+        namespace, parameters = node.kwargs["namespace"], node_parameters(node)
+        robot = namespace.rpartition("/")[2]
+        assert parameters["use_sim_time"] is True
+        assert parameters["wrench_source"] == "joint_efforts"  # joint states carry efforts
+        joints = bridged[f"{namespace}/joint_states"]
+        assert (joints["ros_type_name"], joints["direction"]) == (
+            interface["joint_states"],
+            "GZ_TO_ROS",
+        )
+        rsp = publishers[namespace]  # robot_description, latched, in the robot's namespace
+        assert rsp.kwargs["parameters"][0]["use_sim_time"] is True
+        urdf = ET.fromstring(rsp.kwargs["parameters"][0]["robot_description"])
+        links = {e.get("name") for e in urdf.iter("link")}
+        assert {f"{robot}/grasp", f"{robot}/home"} <= links  # the robot node's default frames
+        moving = {e.get("name") for e in urdf.iter("joint") if e.get("type") != "fixed"}
+        model = ET.parse(
+            ROOT / "gazebo" / "models" / f"paper000_mocobots_{robot}" / "model.sdf"
+        ).getroot()
+        sdf_joints = {e.get("name") for e in model.iter("joint") if e.get("type") != "fixed"}
+        assert moving == sdf_joints
+        plugin_topics = {e.text for e in model.iter("topic")}
+        assert joints["gz_topic_name"] in plugin_topics
+    (coordinator,) = [a for a in ours if a.kwargs["executable"] == "coordinator_node"]
+    assert node_parameters(coordinator)["robots"] == sorted(
+        p.rpartition("/")[2] for p in publishers
+    )

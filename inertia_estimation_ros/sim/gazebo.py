@@ -324,6 +324,7 @@ def gazebo_assets(scenario: GroundTeamScenario) -> dict[str, str]:
         files[f"models/{name}_{rid}/model.config"] = _model_config(
             f"{name}_{rid}", f"Robot {rid} ({robot.kind}) of scenario {name}."
         )
+        files[f"urdf/{name}_{rid}.urdf"] = scenario.urdf(model, rid)  # robot_state_publisher
     return files
 
 

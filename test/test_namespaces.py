@@ -39,17 +39,9 @@ def write(tmp_path: Path, graph: dict) -> Path:
     return path
 
 
-@pytest.fixture
-def context():
-    context = Context()
-    rclpy.init(context=context)
-    yield context
-    if context.ok():
-        rclpy.shutdown(context=context)
-
-
-def team_context() -> Context:
-    """Each team's graph in a context of its own, as in a process of its own."""
+def own_context() -> Context:
+    """Each team's graph (and the test's observers) in a context of its own, as in a process
+    of its own; stopping its NodeGroup shuts it down."""
     context = Context()
     rclpy.init(context=context)
     return context
@@ -94,7 +86,7 @@ def stream(node: Node, prefix: str, instants: list, stop: threading.Event) -> th
 
 
 @pytest.mark.timeout(240)
-def test_two_teams_under_their_namespaces_estimate_independently(context, tmp_path):
+def test_two_teams_under_their_namespaces_estimate_independently(tmp_path):
     config = write(
         tmp_path,
         {
@@ -110,12 +102,13 @@ def test_two_teams_under_their_namespaces_estimate_independently(context, tmp_pa
     graph = load_graph(config)
     teams = {"/team_a": 1.0, "/team_b": 2.0}
     estimates: dict[str, list[PayloadEstimate]] = {team: [] for team in teams}
+    context = own_context()
     listener = Node("listener", context=context)
     for team in teams:
         listener.create_subscription(
             PayloadEstimate, f"{team}/payload_estimate", estimates[team].append, LATCHED_QOS
         )
-    groups = [start_graph(graph.under(team), team_context()) for team in teams]
+    groups = [start_graph(graph.under(team), own_context()) for team in teams]
     assert [n.get_fully_qualified_name() for g in groups for n in g.nodes] == [
         "/team_a/coordinator_node",
         "/team_b/coordinator_node",
@@ -165,7 +158,7 @@ def test_the_graph_config_carries_remappings_and_checks_them(tmp_path, capsys):
 
 
 @pytest.mark.timeout(120)
-def test_an_ft_driver_on_its_own_topic_works_by_remapping_alone(context, tmp_path, gimbals):  # noqa: F811
+def test_an_ft_driver_on_its_own_topic_works_by_remapping_alone(tmp_path, gimbals):  # noqa: F811
     """A robot_node under /team_a/robot_2 (its id: robot_2) whose F/T driver publishes on
     force_torque_sensor_broadcaster/wrench: the config's remapping is all it takes."""
     rid = "robot_2"
@@ -175,7 +168,8 @@ def test_an_ft_driver_on_its_own_topic_works_by_remapping_alone(context, tmp_pat
         "remappings": {"ft_sensor": FT_DRIVER},
     }
     graph = load_graph(write(tmp_path, {f"/{rid}/robot_node": body})).under("/team_a")
-    (group,) = [start_graph(graph, context)]
+    (group,) = [start_graph(graph, own_context())]
+    context = own_context()
     driver = Node("driver", namespace=f"/team_a/{rid}", context=context)
     out: list[GraspState] = []
     driver.create_subscription(GraspState, "grasp_state", out.append, SENSOR_QOS)

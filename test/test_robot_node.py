@@ -324,6 +324,39 @@ def test_a_frame_prefix_and_sensor_offsets_from_tf_static(wrists):
     assert "/tf_static" in signals.last_error
 
 
+def test_joint_states_from_several_sources_are_merged(gimbals):
+    """The slides' controller and the wrist driver publish their own JointStates (the wrist's
+    carries the joint nearest the grasp and makes the samples): the same samples as from one
+    source; a wrist message before any slide state is refused naming the missing joints."""
+    rid = "robot_3"
+    record = gimbals.robots[rid]
+    one = feed(GraspSignals(settings(gimbals, rid), record.urdf), record)
+    signals = GraspSignals(settings(gimbals, rid), record.urdf)
+    j, chain = record.joints, signals.kinematics.joint_names
+    wrist = [k for k, n in enumerate(j.names) if n in chain[3:]]
+    slides = [k for k, n in enumerate(j.names) if n in chain[:3]]
+    first = signals.add_joint_state(
+        record.stamp[0],
+        [j.names[k] for k in wrist],
+        *(v[0][wrist] for v in (j.position, j.velocity, j.effort)),
+    )
+    assert not first and signals.rejected["unknown_joints"] == 1
+    assert all(n in signals.last_error for n in chain[:3])
+    merged = []
+    for k, t in enumerate(record.stamp):
+        for part in (slides, wrist):
+            names = [j.names[i] for i in part]
+            merged += signals.add_joint_state(
+                t, names, j.position[k][part], j.velocity[k][part], j.effort[k][part]
+            )
+        merged += signals.add_wrench(t, record.wrench.frame_id, record.wrench.wrench[k])
+    assert len(merged) == len(one)
+    for a, b in zip(merged, one, strict=True):
+        np.testing.assert_allclose(a.T_i0_i, b.T_i0_i, atol=1e-12)
+        np.testing.assert_allclose(a.dV_i, b.dV_i, atol=1e-9)
+        np.testing.assert_allclose(a.F_i, b.F_i, atol=1e-9)
+
+
 def joint_message(record, k: int) -> tuple:
     j = record.joints
     return record.stamp[k], list(j.names), j.position[k], j.velocity[k], j.effort[k]

@@ -241,6 +241,7 @@ class GraspSignals:
         self._ft, self._imu = _Buffer(), _Buffer()
         self._frames: dict[str, np.ndarray] = {}  # T_i_f of accepted sensor frames
         self._static: dict[str, tuple[str, np.ndarray]] = {}  # child -> (parent, T_parent_child)
+        self._held: dict[str, np.ndarray] = {}  # joint -> (q, dq, tau) of secondary sources
         self._g_i0 = np.asarray(settings.gravity_i0, dtype=float)
         self._restart_state()
         if urdf is not None:
@@ -254,7 +255,7 @@ class GraspSignals:
         )
         kinematics.model.gravity.linear = self._g_i0
         self.kinematics = kinematics
-        self._frames = {}
+        self._frames, self._held = {}, {}
         self._restart_state()
 
     def _restart_state(self) -> None:
@@ -305,8 +306,29 @@ class GraspSignals:
         velocity: np.ndarray,
         effort: np.ndarray,
     ) -> list[GraspSample]:
-        """A sensor_msgs/JointState: names, positions [m, rad], velocities, efforts."""
+        """A sensor_msgs/JointState: names, positions [m, rad], velocities, efforts.
+
+        Several sources may share the stream (e.g. an arm driver and a lift controller): a
+        message without the chain's last joint (the one nearest the grasp) only updates the
+        values held for its joints; one with it makes a sample, its missing joints taking
+        their held values (so they must move slowly against the output rate)."""
+        if self._holds(names, position, velocity, effort):
+            return []
         return self._guarded("joint_states", stamp, self._joints, names, position, velocity, effort)
+
+    def _holds(
+        self, names: list[str], position: np.ndarray, velocity: np.ndarray, effort: np.ndarray
+    ) -> bool:
+        """Keep a secondary source's joint values (see ``add_joint_state``); whether it was one."""
+        chain = self.kinematics.joint_names if self.kinematics else []
+        if not chain or chain[-1] in names or not set(chain) & set(names):
+            return False
+        for k, name in enumerate(names):
+            values = [v[k] if k < len(v) else 0.0 for v in (position, velocity, effort)]
+            if name in chain and np.all(np.isfinite(values)):
+                self._held[name] = np.array(values, dtype=float)
+        self.accepted["joint_states"] += 1
+        return True
 
     def add_pose(self, stamp: float, frame_id: str, T_i0_i: np.ndarray) -> list[GraspSample]:
         """A grasp pose T_i0_i (e.g. geometry_msgs/PoseStamped in the home frame)."""
@@ -363,6 +385,7 @@ class GraspSignals:
         if any(size != len(names) for size in sizes):
             what = "positions, velocities" + (" and efforts" if use_effort else "")
             raise _BadInputError("malformed", f"{len(names)} joint names but {sizes} {what}")
+        names, position, velocity, effort = self._with_held(names, position, velocity, effort)
         try:
             order = self.kinematics.joint_order(list(names))
         except RobotModelError as error:
@@ -372,6 +395,22 @@ class GraspSignals:
         if not np.all(np.isfinite(x)):
             raise _BadInputError("non_finite", "joint state with NaN or Inf values")
         return x
+
+    def _with_held(
+        self, names: list[str], position: np.ndarray, velocity: np.ndarray, effort: np.ndarray
+    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """The message completed by the values held for the chain joints it lacks."""
+        held = [n for n in self.kinematics.joint_names if n not in names and n in self._held]
+        if not held:
+            return names, position, velocity, effort
+        values = np.array([self._held[n] for n in held])
+        effort = effort if len(effort) == len(names) else np.zeros(len(names))
+        return (
+            [*names, *held],
+            np.r_[np.asarray(position, dtype=float), values[:, 0]],
+            np.r_[np.asarray(velocity, dtype=float), values[:, 1]],
+            np.r_[np.asarray(effort, dtype=float), values[:, 2]],
+        )
 
     def _pose(self, frame_id: str, T_i0_i: np.ndarray) -> np.ndarray:
         if self.settings.kinematics_source != "grasp_pose":

@@ -242,6 +242,7 @@ class GraspSignals:
         self._frames: dict[str, np.ndarray] = {}  # T_i_f of accepted sensor frames
         self._static: dict[str, tuple[str, np.ndarray]] = {}  # child -> (parent, T_parent_child)
         self._held: dict[str, np.ndarray] = {}  # joint -> (q, dq, tau) of secondary sources
+        self._primary: set[str] = set()  # chain joints of the source that makes the samples
         self._g_i0 = np.asarray(settings.gravity_i0, dtype=float)
         self._restart_state()
         if urdf is not None:
@@ -255,7 +256,7 @@ class GraspSignals:
         )
         kinematics.model.gravity.linear = self._g_i0
         self.kinematics = kinematics
-        self._frames, self._held = {}, {}
+        self._frames, self._held, self._primary = {}, {}, set()
         self._restart_state()
 
     def _restart_state(self) -> None:
@@ -309,9 +310,10 @@ class GraspSignals:
         """A sensor_msgs/JointState: names, positions [m, rad], velocities, efforts.
 
         Several sources may share the stream (e.g. an arm driver and a lift controller): a
-        message without the chain's last joint (the one nearest the grasp) only updates the
-        values held for its joints; one with it makes a sample, its missing joints taking
-        their held values (so they must move slowly against the output rate)."""
+        message without the chain's last joint (the one nearest the grasp) and without any
+        joint of the source that has it only updates the values held for its joints; one
+        with it makes a sample, its missing joints taking their held values (so they must
+        move slowly against the output rate). Anything else lacking joints is refused."""
         if self._holds(names, position, velocity, effort):
             return []
         return self._guarded("joint_states", stamp, self._joints, names, position, velocity, effort)
@@ -322,6 +324,8 @@ class GraspSignals:
         """Keep a secondary source's joint values (see ``add_joint_state``); whether it was one."""
         chain = self.kinematics.joint_names if self.kinematics else []
         if not chain or chain[-1] in names or not set(chain) & set(names):
+            return False
+        if self._primary & set(names):  # the sample source lacking a joint: malformed
             return False
         for k, name in enumerate(names):
             values = [v[k] if k < len(v) else 0.0 for v in (position, velocity, effort)]
@@ -385,11 +389,13 @@ class GraspSignals:
         if any(size != len(names) for size in sizes):
             what = "positions, velocities" + (" and efforts" if use_effort else "")
             raise _BadInputError("malformed", f"{len(names)} joint names but {sizes} {what}")
+        own = set(names) & set(self.kinematics.joint_names)
         names, position, velocity, effort = self._with_held(names, position, velocity, effort)
         try:
             order = self.kinematics.joint_order(list(names))
         except RobotModelError as error:
             raise _BadInputError("unknown_joints", str(error)) from None
+        self._primary = own
         parts = [position, velocity] + ([effort] if use_effort else [])
         x = np.concatenate([np.asarray(p, dtype=float)[order] for p in parts])
         if not np.all(np.isfinite(x)):

@@ -1,14 +1,15 @@
 # inertia_estimation_ros: one-command set-up, tests, benchmarks and demo on a pip-only machine.
 #
 #   make setup   .venv with pinned wheels; messages built by this package's own CMakeLists.txt
-#   make test    lint + the whole test suite (runs setup first)
+#   make test    lint + the whole test suite (runs setup first), then test-compat:
+#                the core and node tests on numpy 1.26 / scipy 1.11 (.venv-compat)
 #   make bench   every benchmark under bench/, printing its table
 #   make demo    the main job (see README)
 #   make readme  regenerate the README's node tables from the nodes' interfaces
 #   make docs    the API reference of the core and the simulator (pdoc) into build/docs
 #
-# Each step is stamped: a second `make setup` on an up-to-date tree only re-syncs the
-# Python sources through `cmake --install` and takes seconds.
+# Each step is stamped: a second `make setup` on an up-to-date tree does nothing; after a
+# source change it re-installs the package with pip (seconds).
 
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -17,18 +18,18 @@ VENV_ABS := $(abspath $(VENV))
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.stamps
 BUILD := build/cmake
+STAGE := build/stage
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 # The PyPI ROS wheels resolve their own library paths; CMake needs the prefix paths.
 CMAKE_ENV := PATH=$(VENV_ABS)/bin:$$PATH CMAKE_PREFIX_PATH=$(VENV_ABS) AMENT_PREFIX_PATH=$(VENV_ABS)
 CMAKE_ARGS := -DCMAKE_INSTALL_PREFIX=$(VENV_ABS) -DCMAKE_PREFIX_PATH=$(VENV_ABS) \
-	-DPython3_EXECUTABLE=$(VENV_ABS)/bin/python -DBUILD_TESTING=OFF
+	-DPython3_EXECUTABLE=$(VENV_ABS)/bin/python -DBUILD_TESTING=ON
 PACKAGE_SOURCES := CMakeLists.txt package.xml $(wildcard msg/*.msg cmake/*) \
 	$(shell find inertia_estimation_ros launch config rviz -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: setup test lint bench demo readme docs clean
+.PHONY: setup test test-compat lint bench demo readme docs clean
 
-setup: $(STAMP)/package $(STAMP)/console-scripts
-	@$(CMAKE_ENV) $(BIN)/cmake --install $(BUILD) > $(BUILD)/install.log
+setup: $(STAMP)/install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,8 +56,14 @@ $(STAMP)/package: $(STAMP)/tf2_msgs $(PACKAGE_SOURCES)
 	$(CMAKE_ENV) $(BIN)/cmake --build $(BUILD) -j2 > $(BUILD)/build.log
 	@touch $@
 
-# Console scripts for pip users (setup.py); CMake installs the same entry points into lib/.
-$(STAMP)/console-scripts: $(STAMP)/package setup.py
+# One installer into the venv, pip, so that `pip uninstall` removes every file: CMake's
+# install is staged in build/stage and setup.py installs it with the Python package and the
+# console scripts (files of an older direct CMake install into the venv are removed first).
+$(STAMP)/install: $(STAMP)/package setup.py
+	@if [ -f $(BUILD)/install_manifest.txt ]; then \
+		grep "^$(VENV_ABS)/" $(BUILD)/install_manifest.txt | xargs -r rm -f; fi
+	@rm -rf $(STAGE) build/lib build/bdist.*
+	@$(CMAKE_ENV) $(BIN)/cmake --install $(BUILD) --prefix $(STAGE) > $(BUILD)/install.log
 	$(PIP) --no-deps --no-build-isolation .
 	@touch $@
 
@@ -66,6 +73,43 @@ lint: setup
 
 test: lint
 	$(BIN)/python -m pytest
+	$(MAKE) test-compat
+
+# The oldest supported numerics, Ubuntu 24.04's numpy 1.26 and scipy 1.11 (pip resolves
+# cvxpy 1.6.7 and pin 2.7.0 with them), in a second venv: every requirement by name, the
+# versions from requirements/constraints-compat.txt; the package's own build is reused.
+COMPAT := .venv-compat
+COMPAT_STAMP := $(COMPAT)/.stamps
+REQUIREMENT_NAMES = $(shell sed -e 's/\#.*//' -e 's/[=<>].*//' \
+	requirements/build.txt requirements/runtime.txt requirements/test.txt)
+# The core tests and a representative node/DDS subset (not test_inertial.py: its oracle,
+# pin.PseudoInertia, needs Pinocchio 3).
+COMPAT_TESTS := test/test_spatial.py test/test_regressor.py \
+	test/test_consistency.py test/test_identification_least_squares.py \
+	test/test_identification_sdp.py test/test_cooperative_external_wrench.py \
+	test/test_cooperative_kinematics.py test/test_cooperative_dynamics.py \
+	test/test_sim_payload.py test/test_gazebo_assets.py test/test_robot_kinematics.py \
+	test/test_conversions.py test/test_messages_dds.py test/test_coordinator_node.py
+
+$(COMPAT)/bin/python:
+	$(PYTHON) -m venv $(COMPAT)
+
+$(COMPAT_STAMP)/requirements: requirements/constraints-compat.txt requirements/build.txt \
+		requirements/runtime.txt requirements/test.txt | $(COMPAT)/bin/python
+	$(COMPAT)/bin/python -m pip install -q --disable-pip-version-check --prefer-binary \
+		-c requirements/constraints-compat.txt $(REQUIREMENT_NAMES)
+	@mkdir -p $(COMPAT_STAMP) && touch $@
+
+$(COMPAT_STAMP)/install: $(COMPAT_STAMP)/requirements $(STAMP)/install
+	@if [ -d build/tf2_msgs ]; then $(CMAKE_ENV) $(BIN)/cmake --install build/tf2_msgs \
+		--prefix $(abspath $(COMPAT)) > build/tf2_msgs/install-compat.log; fi
+	$(COMPAT)/bin/python -m pip install -q --disable-pip-version-check --no-deps \
+		--no-build-isolation .
+	@touch $@
+
+test-compat: $(COMPAT_STAMP)/install
+	$(COMPAT)/bin/python -c 'import numpy, scipy; print("numpy", numpy.__version__, "scipy", scipy.__version__)'
+	$(COMPAT)/bin/python -m pytest -q $(COMPAT_TESTS)
 
 bench: setup
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
@@ -84,4 +128,4 @@ docs: setup
 	@echo "API reference: build/docs/index.html; guide: docs/core-without-ros.md"
 
 clean:
-	rm -rf build $(VENV) *.egg-info
+	rm -rf build $(VENV) $(COMPAT) *.egg-info

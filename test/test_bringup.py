@@ -60,7 +60,7 @@ def test_a_config_is_the_graph_of_the_nodes_it_names(tmp_path):
     [
         ("/robot_1/arm_node: {ros__parameters: {}}", "no node 'arm_node' in this package"),
         ("robot_node: {ros__parameters: {}}", "is not a fully qualified node name"),
-        ("/robot_1/robot_node: {parameters: {}}", "must hold exactly one mapping, ros__param"),
+        ("/robot_1/robot_node: {parameters: {}}", "must hold ros__parameters"),
         ("/robot_1/robot_node: {ros__parameters: {cutoff: 5.0}}", "has no parameter 'cutoff'"),
         ("/robot_1/robot_node: {ros__parameters: {cutoff_hz: 5}}", r"write 5\.0, not 5"),
         ("/robot_1/robot_node: {ros__parameters: {cutoff_hz: -1.0}}", r"must be in \[0, 1000\]"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import types
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from test_package_metadata import cmake_executables, setup_py_console_scripts
 
 from inertia_estimation_ros.ros.graph import (
     STANDARD_PARAMETERS,
+    GraphError,
     data_file,
     load_graph,
     published_topics,
@@ -30,6 +32,7 @@ LAUNCHES = {
     "team_estimation.launch.py": ["team_example.yaml"],
     "sim_estimation.launch.py": ["sim_paper000.yaml", "sim_test.yaml"],
     "replay.launch.py": ["replay.yaml"],
+    "gazebo_estimation.launch.py": ["gazebo_paper000.yaml"],
 }
 
 
@@ -104,14 +107,19 @@ def fake_launch_modules() -> dict[str, types.ModuleType]:
     }
 
 
-def launch(path: Path, monkeypatch, **arguments: str) -> list[Action]:
-    """Every action the launch file starts, with its arguments' defaults (or ``arguments``)."""
+def description(path: Path, monkeypatch) -> list[Action]:
+    """The entities of the launch file's ``generate_launch_description()``."""
     for name, module in fake_launch_modules().items():
         monkeypatch.setitem(sys.modules, name, module)
     spec = importlib.util.spec_from_file_location(path.stem.replace(".", "_"), path)
     launch_file = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(launch_file)
-    entities = launch_file.generate_launch_description().entities
+    return launch_file.generate_launch_description().entities
+
+
+def launch(path: Path, monkeypatch, **arguments: str) -> list[Action]:
+    """Every action the launch file starts, with its arguments' defaults (or ``arguments``)."""
+    entities = description(path, monkeypatch)
     declared = {
         e.args[0]: e.kwargs.get("default_value")
         for e in entities
@@ -192,7 +200,52 @@ def test_the_replay_launch_plays_the_bag_on_clock_beside_the_nodes(monkeypatch):
     for topic in ("/clock", "/robot_1/grasp_state", "/robot_3/grasp_wrench"):
         assert f"{topic}:=/recorded{topic}" in remaps
     nodes = [a for a in started if type(a).__name__ == "Node"]
-    assert nodes and all({"use_sim_time": True} in a.kwargs["parameters"] for a in nodes)
+    assert nodes and all(node_parameters(a)["use_sim_time"] is True for a in nodes)
+
+
+def node_parameters(node: Action) -> dict:
+    """The parameters a launched node gets from its parameter file(s), by its full name."""
+    fqn = f"{node.kwargs['namespace'].rstrip('/')}/{node.kwargs['executable']}"
+    out = {}
+    for entry in node.kwargs["parameters"]:
+        data = yaml.safe_load(Path(entry).read_text())
+        out |= data.get("/**", {}).get("ros__parameters", {})
+        out |= data.get(fqn, {}).get("ros__parameters", {})
+    return out
+
+
+@pytest.mark.parametrize("launch_file", sorted(LAUNCHES))
+def test_every_launch_file_has_the_standard_arguments(launch_file, monkeypatch):
+    """namespace, use_sim_time, log_level and config, as a ROS 2 user expects of any launch
+    file: the nodes go under the namespace with their parameters and the log level."""
+    path = ROOT / "launch" / launch_file
+    declared = {
+        e.args[0]
+        for e in description(path, monkeypatch)
+        if type(e).__name__ == "DeclareLaunchArgument"
+    }
+    assert {"namespace", "use_sim_time", "log_level", "config"} <= declared
+    arguments = {"config": LAUNCHES[launch_file][0], "bag": "runs/bag"}
+    default = launch(path, monkeypatch, **arguments)
+    namespace = "team_a"
+    if launch_file == "gazebo_estimation.launch.py":  # the bridge's topics are absolute
+        with pytest.raises(GraphError, match="no namespace"):
+            launch(path, monkeypatch, namespace=namespace, **arguments)
+        namespace = ""
+    started = launch(
+        path, monkeypatch, namespace=namespace, use_sim_time="true", log_level="debug", **arguments
+    )
+    ours = [a for a in started if type(a).__name__ == "Node" and a.kwargs["package"] == PACKAGE]
+    plain = [a for a in default if type(a).__name__ == "Node" and a.kwargs["package"] == PACKAGE]
+    prefix = f"/{namespace}" if namespace else ""
+    assert ours and [a.kwargs["namespace"] for a in ours] == [
+        (prefix + a.kwargs["namespace"].rstrip("/")) or "/" for a in plain
+    ]
+    for node in ours:
+        check_node_parameters(node)
+        assert node.kwargs["ros_arguments"] == ["--log-level", "debug"]
+        if node.kwargs["executable"] != "sim_node":
+            assert node_parameters(node)["use_sim_time"] is True
 
 
 def rviz_topics(path: Path) -> list[str]:
@@ -208,3 +261,56 @@ def test_rviz_shows_topics_the_demo_graph_publishes():
     assert "/coordinator_node/markers" in topics and "/robot_2/grasp_wrench" in topics
     missing = set(topics) - set(published_topics(load_graph("sim_paper000.yaml")))
     assert not missing, f"RViz shows topics no node of sim_paper000.yaml publishes: {missing}"
+
+
+def test_the_gazebo_launch_is_the_complete_graph(monkeypatch):
+    """gz sim on the scenario's world, the bridge, a robot_state_publisher per robot and the
+    estimation nodes: every topic the nodes need is bridged from the SDF's plugins with the
+    type the node expects or published by a robot_state_publisher whose URDF has the robot
+    node's frames and the SDF's joints; everything runs on the bridged /clock."""
+    started = launch(ROOT / "launch" / "gazebo_estimation.launch.py", monkeypatch)
+    kind = {type(a).__name__ for a in started}
+    assert {"IncludeLaunchDescription", "SetEnvironmentVariable", "Node"} <= kind
+    (gz,) = [a for a in started if type(a).__name__ == "IncludeLaunchDescription"]
+    world = Path(dict(gz.kwargs["launch_arguments"])["gz_args"].split()[-1])
+    assert world == ROOT / "gazebo" / "worlds" / "paper000_mocobots.sdf" and world.is_file()
+    nodes = [a for a in started if type(a).__name__ == "Node"]
+    (bridge,) = [a for a in nodes if a.kwargs["package"] == "ros_gz_bridge"]
+    bridged = {
+        e["ros_topic_name"]: e
+        for e in yaml.safe_load(Path(bridge.kwargs["parameters"][0]["config_file"]).read_text())
+    }
+    assert bridged["/clock"]["direction"] == "GZ_TO_ROS"
+    publishers = {
+        a.kwargs["namespace"]: a for a in nodes if a.kwargs["package"] == "robot_state_publisher"
+    }
+    ours = [a for a in nodes if a.kwargs["package"] == PACKAGE]
+    assert {a.kwargs["executable"] for a in ours} == {"robot_node", "coordinator_node"}
+    interface = {t.name: t.type for t in node_interface("robot_node").subscribes}
+    for node in (a for a in ours if a.kwargs["executable"] == "robot_node"):
+        namespace, parameters = node.kwargs["namespace"], node_parameters(node)
+        robot = namespace.rpartition("/")[2]
+        assert parameters["use_sim_time"] is True
+        assert parameters["wrench_source"] == "joint_efforts"  # joint states carry efforts
+        joints = bridged[f"{namespace}/joint_states"]
+        assert (joints["ros_type_name"], joints["direction"]) == (
+            interface["joint_states"],
+            "GZ_TO_ROS",
+        )
+        rsp = publishers[namespace]  # robot_description, latched, in the robot's namespace
+        assert rsp.kwargs["parameters"][0]["use_sim_time"] is True
+        urdf = ET.fromstring(rsp.kwargs["parameters"][0]["robot_description"])
+        links = {e.get("name") for e in urdf.iter("link")}
+        assert {f"{robot}/grasp", f"{robot}/home"} <= links  # the robot node's default frames
+        moving = {e.get("name") for e in urdf.iter("joint") if e.get("type") != "fixed"}
+        model = ET.parse(
+            ROOT / "gazebo" / "models" / f"paper000_mocobots_{robot}" / "model.sdf"
+        ).getroot()
+        sdf_joints = {e.get("name") for e in model.iter("joint") if e.get("type") != "fixed"}
+        assert moving == sdf_joints
+        plugin_topics = {e.text for e in model.iter("topic")}
+        assert joints["gz_topic_name"] in plugin_topics
+    (coordinator,) = [a for a in ours if a.kwargs["executable"] == "coordinator_node"]
+    assert node_parameters(coordinator)["robots"] == sorted(
+        p.rpartition("/")[2] for p in publishers
+    )

@@ -76,3 +76,152 @@ def test_installed_executables_run(entry):
         result = subprocess.run([str(path), "--help"], capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, result.stderr
         assert "usage" in result.stdout
+
+
+# ----- package.xml against the code -------------------------------------------------------------
+# Module -> rosdep key, where they differ (ROS packages import under their own name).
+ROSDEP_KEYS = {
+    "numpy": "python3-numpy",
+    "scipy": "python3-scipy",
+    "yaml": "python3-yaml",
+    "matplotlib": "python3-matplotlib",
+    "tqdm": "python3-tqdm",
+    "threadpoolctl": "python3-threadpoolctl",
+    "cvxpy": "python3-cvxpy-pip",
+    "mujoco": "python3-mujoco-pip",
+    "rosbags": "python3-rosbags-pip",
+    "pytest": "python3-pytest",
+    "hypothesis": "python3-hypothesis-pip",
+    "filterpy": "python3-filterpy-pip",
+    "rigeo": "python3-rigeo-pip",
+}
+# Declared and needed, but never imported by name: why.
+NOT_IMPORTED = {
+    "rosidl_default_runtime": "the generated messages' runtime",
+    "python3-clarabel-pip": "cvxpy solver, chosen by name",
+    "python3-scs-pip": "cvxpy solver, chosen by name",
+    "python3-ruff-pip": "make lint",
+    "ament_cmake_pytest": "CMakeLists.txt's BUILD_TESTING block",
+}
+# Imported but optional: not declared, so that a headless robot needs no Qt or Gazebo.
+OPTIONAL = {"rviz2", "ros_gz_sim", "ros_gz_bridge"}
+
+
+def imported_modules(*folders: str) -> dict[str, str]:
+    """Top-level modules imported by the Python files below the folders (not the standard
+    library, not the package itself nor the test helpers): module -> a file importing it."""
+    local = {p.stem for p in (ROOT / "test").glob("*.py")} | {PACKAGE.findtext("name")}
+    found = {}
+    for folder in folders:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    top = name.split(".")[0]
+                    if top not in sys.stdlib_module_names and top not in local:
+                        found.setdefault(top, str(path.relative_to(ROOT)))
+    return found
+
+
+def launch_packages() -> set[str]:
+    """Packages whose executables or share folders the launch files use."""
+    text = "\n".join(p.read_text() for p in (ROOT / "launch").glob("*.py"))
+    used = set(re.findall(r'package="(\w+)"', text))
+    return used | set(re.findall(r'get_package_share_directory\("(\w+)"\)', text))
+
+
+def declared(*tags: str) -> set[str]:
+    return {e.text for e in PACKAGE if e.tag in tags}
+
+
+def test_package_xml_declares_what_the_code_imports_and_nothing_unused():
+    runtime = imported_modules(PACKAGE.findtext("name"), "launch")
+    tests = imported_modules("test")
+    run_keys = {ROSDEP_KEYS.get(m, m) for m in runtime} | (launch_packages() - OPTIONAL)
+    run_keys.discard(PACKAGE.findtext("name"))
+    test_keys = {ROSDEP_KEYS.get(m, m) for m in tests}
+    run_declared = declared("depend", "exec_depend")
+    missing = run_keys - run_declared
+    assert not missing, f"imported, not declared in package.xml: {missing} ({runtime})"
+    missing_tests = test_keys - run_declared - declared("test_depend")
+    assert not missing_tests, f"tests import, package.xml lacks: {missing_tests}"
+    unused = run_declared | declared("test_depend")
+    unused -= run_keys | test_keys | set(NOT_IMPORTED)
+    assert not unused, f"declared in package.xml, used nowhere: {unused}"
+    assert not OPTIONAL & run_declared, "optional packages must stay undeclared"
+
+
+def test_optional_packages_are_only_used_on_request():
+    """rviz2 runs only with rviz:=true; without ros_gz the Gazebo launch names what to install."""
+    sim = (ROOT / "launch" / "sim_estimation.launch.py").read_text()
+    assert 'package="rviz2"' in sim and "condition=IfCondition" in sim
+
+
+def test_the_supported_minimum_versions_agree():
+    """package.xml's version_gte and setup.py's install_requires name the same minimum
+    versions of numpy and scipy: Ubuntu 24.04's 1.26 and 1.11 (tested by make test)."""
+    requires = {}
+    for node in ast.walk(ast.parse((ROOT / "setup.py").read_text())):
+        if isinstance(node, ast.keyword) and node.arg == "install_requires":
+            for entry in ast.literal_eval(node.value):
+                name, _, version = entry.partition(">=")
+                requires[name] = version
+    minimum = {e.text: e.get("version_gte") for e in PACKAGE if e.tag.endswith("depend")}
+    assert minimum["python3-numpy"] == requires["numpy"] == "1.26"
+    assert minimum["python3-scipy"] == requires["scipy"] == "1.11"
+
+
+def our_installed_files(prefix: Path) -> set[Path]:
+    """Every file of this package below an install prefix (CMake's or pip's layout)."""
+    name = PACKAGE.findtext("name")
+    site = Path("lib") / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    patterns = [
+        f"{site}/site-packages/{name}/**/*",
+        f"lib/{name}/*",
+        f"lib/lib{name}__*",
+        f"share/{name}/**/*",
+        f"include/{name}/**/*",
+        f"share/ament_index/resource_index/*/{name}",
+    ]
+    return {
+        p
+        for pattern in patterns
+        for p in prefix.glob(pattern)
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def test_pip_records_every_installed_file_so_that_uninstall_removes_them_all():
+    """The pip path installs once: CMake's staged install goes in through setup.py, so the
+    distribution's RECORD lists every file of the package in the prefix, messages included."""
+    import sysconfig
+    from importlib.metadata import distributions
+
+    name = PACKAGE.findtext("name")  # the installed one, not the source tree's egg-info:
+    (dist,) = distributions(name=name, path=[sysconfig.get_paths()["purelib"]])
+    recorded = {Path(dist.locate_file(f)).resolve() for f in dist.files}
+    installed = {p.resolve() for p in our_installed_files(Path(sys.prefix))}
+    assert any(p.name == "_grasp_state.py" for p in installed), "run `make setup`"
+    unrecorded = sorted(map(str, installed - recorded))
+    assert not unrecorded, f"{len(unrecorded)} files pip would leave behind: {unrecorded[:5]}"
+
+
+def test_colcon_test_runs_the_pytest_suite():
+    """CMakeLists.txt's BUILD_TESTING block registers the suite with ament_cmake_pytest
+    (make setup configures build/cmake with BUILD_TESTING=ON, as colcon does)."""
+    build = ROOT / "build" / "cmake"
+    listed = subprocess.run(
+        [str(Path(sys.prefix) / "bin" / "ctest"), "-N", "--test-dir", str(build)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert "Test #1: pytest" in listed.stdout and "Total Tests: 1" in listed.stdout
+    ctest = (build / "CTestTestfile.cmake").read_text()
+    assert "pytest" in ctest and str(ROOT / "test") in ctest

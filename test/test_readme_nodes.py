@@ -129,12 +129,18 @@ def assert_matches(expected: dict, found: dict) -> None:
 def test_robot_node_has_the_topics_of_its_interface(ros_context):
     """Its subscriptions depend on its sources: together, two configurations have them all."""
     configurations = [
-        ({"gravity_source": "imu"}, {"joint_states", "ft_sensor", "imu", "robot_description"}),
-        ({"kinematics_source": "grasp_pose", "wrench_source": "none"}, {"grasp_pose"}),
+        (
+            {"gravity_source": "imu"},
+            {"joint_states", "ft_sensor", "imu", "robot_description", "/tf_static"},
+        ),
+        (
+            {"kinematics_source": "grasp_pose", "wrench_source": "none"},
+            {"grasp_pose", "/tf_static"},
+        ),
     ]
     subscribed = set()
     for parameters, topics in configurations:
-        chosen = {f"/robot_7/{t}" for t in topics}
+        chosen = {t if t.startswith("/") else f"/robot_7/{t}" for t in topics}
         expected, found, services = introspect(
             ros_context, "robot_node", "/robot_7", parameters, [], chosen
         )
@@ -142,7 +148,7 @@ def test_robot_node_has_the_topics_of_its_interface(ros_context):
         assert not services
         subscribed |= chosen
     everything = {entry.name for entry in node_interface("robot_node").subscribes}
-    assert subscribed == {f"/robot_7/{t}" for t in everything}
+    assert subscribed == {t if t.startswith("/") else f"/robot_7/{t}" for t in everything}
 
 
 @pytest.mark.timeout(60)

@@ -113,3 +113,49 @@ def test_bad_urdf_and_unknown_frame_are_clear_errors():
         RobotKinematics(gimbal_robot_urdf(), "tool0")
     with pytest.raises(RobotModelError, match="cannot parse"):
         RobotKinematics("<robot", "grasp")
+
+
+def branched_urdf(yaw_kind: str) -> str:
+    """The gimbal robot with its yaw joint of ``yaw_kind``, a gripper finger below the grasp
+    link and a camera pan joint on the base: two joints off the chain to the grasp frame."""
+    urdf = gimbal_robot_urdf().replace(
+        'name="yaw" type="revolute"', f'name="yaw" type="{yaw_kind}"'
+    )
+    extra = (
+        link("finger", 0.1)
+        + joint("finger_slide", "prismatic", "grasp", "finger", "1 0 0", "0 0 0.1")
+        + link("camera", 0.2)
+        + joint("pan", "revolute", "home", "camera", "0 0 1", "0.3 0 0")
+    )
+    return urdf.replace("</robot>", extra + "</robot>")
+
+
+def test_only_the_chain_to_the_grasp_is_modelled_and_continuous_joints_work():
+    """Joint states name the chain's joints only (finger and pan are locked), a continuous
+    yaw takes its angle like a revolute one, and the signals equal Pinocchio's on the full
+    revolute model with the other joints at zero (kinematics) - the wrench too, without
+    robot dynamics."""
+    reduced = RobotKinematics(branched_urdf("continuous"), "grasp", compensate_robot_dynamics=False)
+    assert reduced.joint_names == ["x", "y", "z", "roll", "pitch", "yaw"]
+    full = pin.buildModelFromXML(branched_urdf("revolute"))
+    data, frame = full.createData(), full.getFrameId("grasp")
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        q, dq, ddq, tau = (rng.uniform(-3, 3, 6) for _ in range(4))
+        k = reduced.evaluate(q, dq, ddq, tau)
+        index = [full.getJointId(n) - 1 for n in reduced.joint_names]
+        Q, dQ, ddQ = (np.zeros(full.nq) for _ in range(3))
+        Q[index], dQ[index], ddQ[index] = q, dq, ddq
+        pin.forwardKinematics(full, data, Q, dQ, ddQ)
+        pin.updateFramePlacements(full, data)
+        np.testing.assert_allclose(k.T_i0_i, data.oMf[frame].homogeneous, atol=1e-12)
+        V = pin.getFrameVelocity(full, data, frame, pin.LOCAL).vector
+        np.testing.assert_allclose(k.V_i, np.r_[V[3:], V[:3]], atol=1e-12)
+        J = pin.computeFrameJacobian(full, data, Q, frame, pin.LOCAL)[:, index]
+        np.testing.assert_allclose(np.r_[J[3:], J[:3]].T @ k.F_i, tau, atol=1e-9)
+
+
+def test_joints_with_several_degrees_of_freedom_are_refused_by_name():
+    urdf = gimbal_robot_urdf().replace('name="x" type="prismatic"', 'name="x" type="planar"')
+    with pytest.raises(RobotModelError, match=r"joints \['x'\] on the chain"):
+        RobotKinematics(urdf, "grasp")

@@ -293,6 +293,70 @@ def test_ft_readings_in_a_sensor_frame_on_the_grasp_link_are_moved_to_the_grasp(
         assert not signals.rejected
 
 
+def test_a_frame_prefix_and_sensor_offsets_from_tf_static(wrists):
+    """tf2 frames as robot_state_publisher names them: every frame id carries the
+    ``frame_prefix``; an F/T frame the URDF lacks is attached to the grasp frame by two fixed
+    transforms on /tf_static (parent -> child, the child's pose in the parent), chained."""
+    rid = "robot_1"
+    record, truth = wrists.robots[rid], wrists.ground_truth.grasps[rid]
+    prefix = "team_a/"
+    grasp = prefix + record.grasp_frame_id
+    T_i_a = transform(Rotation.from_euler("z", 90.0, degrees=True).as_matrix(), [0.0, 0.0, 0.04])
+    T_a_f = transform(Rotation.from_euler("x", 30.0, degrees=True).as_matrix(), [0.01, 0.0, 0.02])
+    signals = GraspSignals(settings(wrists, rid, frame_prefix=prefix), record.urdf)
+    assert signals.settings.frame_id(record.grasp_frame_id) == grasp
+    signals.add_static_transform(grasp, "team_a/ft_adapter", T_i_a)
+    signals.add_static_transform("team_a/ft_adapter", "team_a/ft_link", T_a_f)
+    out = []
+    for k, t in enumerate(record.stamp):
+        joints = record.joints
+        out += signals.add_joint_state(
+            t, joints.names, joints.position[k], joints.velocity[k], joints.effort[k]
+        )
+        out += signals.add_wrench(
+            t, "team_a/ft_link", -wrench_to(T_i_a @ T_a_f, record.grasp.F_i[k])
+        )
+    got = stacked(out, truth)
+    np.testing.assert_allclose(got["F"], truth.F_i[got["index"]], atol=1e-10)
+    assert not signals.rejected
+    signals.add_wrench(record.stamp[-1] + 0.01, record.grasp_frame_id, np.zeros(6))
+    assert signals.rejected["wrong_frame"] == 1  # the unprefixed name is not a TF frame here
+    assert "/tf_static" in signals.last_error
+
+
+def test_joint_states_from_several_sources_are_merged(gimbals):
+    """The slides' controller and the wrist driver publish their own JointStates (the wrist's
+    carries the joint nearest the grasp and makes the samples): the same samples as from one
+    source; a wrist message before any slide state is refused naming the missing joints."""
+    rid = "robot_3"
+    record = gimbals.robots[rid]
+    one = feed(GraspSignals(settings(gimbals, rid), record.urdf), record)
+    signals = GraspSignals(settings(gimbals, rid), record.urdf)
+    j, chain = record.joints, signals.kinematics.joint_names
+    wrist = [k for k, n in enumerate(j.names) if n in chain[3:]]
+    slides = [k for k, n in enumerate(j.names) if n in chain[:3]]
+    first = signals.add_joint_state(
+        record.stamp[0],
+        [j.names[k] for k in wrist],
+        *(v[0][wrist] for v in (j.position, j.velocity, j.effort)),
+    )
+    assert not first and signals.rejected["unknown_joints"] == 1
+    assert all(n in signals.last_error for n in chain[:3])
+    merged = []
+    for k, t in enumerate(record.stamp):
+        for part in (slides, wrist):
+            names = [j.names[i] for i in part]
+            merged += signals.add_joint_state(
+                t, names, j.position[k][part], j.velocity[k][part], j.effort[k][part]
+            )
+        merged += signals.add_wrench(t, record.wrench.frame_id, record.wrench.wrench[k])
+    assert len(merged) == len(one)
+    for a, b in zip(merged, one, strict=True):
+        np.testing.assert_allclose(a.T_i0_i, b.T_i0_i, atol=1e-12)
+        np.testing.assert_allclose(a.dV_i, b.dV_i, atol=1e-9)
+        np.testing.assert_allclose(a.F_i, b.F_i, atol=1e-9)
+
+
 def joint_message(record, k: int) -> tuple:
     j = record.joints
     return record.stamp[k], list(j.names), j.position[k], j.velocity[k], j.effort[k]

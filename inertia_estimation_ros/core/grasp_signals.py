@@ -78,6 +78,13 @@ class GraspSignalSettings:
     max_gap: float = 0.1  # [s] a longer gap between samples restarts the filters
     clock_jump: float = 0.5  # [s] a stamp this much before the last one restarts everything
     sync_timeout: float = 0.05  # [s] how long a sample waits for its F/T or IMU data
+    # Prepended to URDF link names in frame ids (robot_state_publisher's frame_prefix):
+    # messages name {i} ``frame_prefix + grasp_frame``; grasp_frame and home_frame stay links.
+    frame_prefix: str = ""
+
+    def frame_id(self, link: str) -> str:
+        """The TF frame id of a URDF link."""
+        return f"{self.frame_prefix}{link}"
 
     def __post_init__(self) -> None:
         for name, choices in (
@@ -233,6 +240,9 @@ class GraspSignals:
         }
         self._ft, self._imu = _Buffer(), _Buffer()
         self._frames: dict[str, np.ndarray] = {}  # T_i_f of accepted sensor frames
+        self._static: dict[str, tuple[str, np.ndarray]] = {}  # child -> (parent, T_parent_child)
+        self._held: dict[str, np.ndarray] = {}  # joint -> (q, dq, tau) of secondary sources
+        self._primary: set[str] = set()  # chain joints of the source that makes the samples
         self._g_i0 = np.asarray(settings.gravity_i0, dtype=float)
         self._restart_state()
         if urdf is not None:
@@ -246,7 +256,7 @@ class GraspSignals:
         )
         kinematics.model.gravity.linear = self._g_i0
         self.kinematics = kinematics
-        self._frames = {}
+        self._frames, self._held, self._primary = {}, {}, set()
         self._restart_state()
 
     def _restart_state(self) -> None:
@@ -297,8 +307,32 @@ class GraspSignals:
         velocity: np.ndarray,
         effort: np.ndarray,
     ) -> list[GraspSample]:
-        """A sensor_msgs/JointState: names, positions [m, rad], velocities, efforts."""
+        """A sensor_msgs/JointState: names, positions [m, rad], velocities, efforts.
+
+        Several sources may share the stream (e.g. an arm driver and a lift controller): a
+        message without the chain's last joint (the one nearest the grasp) and without any
+        joint of the source that has it only updates the values held for its joints; one
+        with it makes a sample, its missing joints taking their held values (so they must
+        move slowly against the output rate). Anything else lacking joints is refused."""
+        if self._holds(names, position, velocity, effort):
+            return []
         return self._guarded("joint_states", stamp, self._joints, names, position, velocity, effort)
+
+    def _holds(
+        self, names: list[str], position: np.ndarray, velocity: np.ndarray, effort: np.ndarray
+    ) -> bool:
+        """Keep a secondary source's joint values (see ``add_joint_state``); whether it was one."""
+        chain = self.kinematics.joint_names if self.kinematics else []
+        if not chain or chain[-1] in names or not set(chain) & set(names):
+            return False
+        if self._primary & set(names):  # the sample source lacking a joint: malformed
+            return False
+        for k, name in enumerate(names):
+            values = [v[k] if k < len(v) else 0.0 for v in (position, velocity, effort)]
+            if name in chain and np.all(np.isfinite(values)):
+                self._held[name] = np.array(values, dtype=float)
+        self.accepted["joint_states"] += 1
+        return True
 
     def add_pose(self, stamp: float, frame_id: str, T_i0_i: np.ndarray) -> list[GraspSample]:
         """A grasp pose T_i0_i (e.g. geometry_msgs/PoseStamped in the home frame)."""
@@ -355,25 +389,44 @@ class GraspSignals:
         if any(size != len(names) for size in sizes):
             what = "positions, velocities" + (" and efforts" if use_effort else "")
             raise _BadInputError("malformed", f"{len(names)} joint names but {sizes} {what}")
+        own = set(names) & set(self.kinematics.joint_names)
+        names, position, velocity, effort = self._with_held(names, position, velocity, effort)
         try:
             order = self.kinematics.joint_order(list(names))
         except RobotModelError as error:
             raise _BadInputError("unknown_joints", str(error)) from None
+        self._primary = own
         parts = [position, velocity] + ([effort] if use_effort else [])
         x = np.concatenate([np.asarray(p, dtype=float)[order] for p in parts])
         if not np.all(np.isfinite(x)):
             raise _BadInputError("non_finite", "joint state with NaN or Inf values")
         return x
 
+    def _with_held(
+        self, names: list[str], position: np.ndarray, velocity: np.ndarray, effort: np.ndarray
+    ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """The message completed by the values held for the chain joints it lacks."""
+        held = [n for n in self.kinematics.joint_names if n not in names and n in self._held]
+        if not held:
+            return names, position, velocity, effort
+        values = np.array([self._held[n] for n in held])
+        effort = effort if len(effort) == len(names) else np.zeros(len(names))
+        return (
+            [*names, *held],
+            np.r_[np.asarray(position, dtype=float), values[:, 0]],
+            np.r_[np.asarray(velocity, dtype=float), values[:, 1]],
+            np.r_[np.asarray(effort, dtype=float), values[:, 2]],
+        )
+
     def _pose(self, frame_id: str, T_i0_i: np.ndarray) -> np.ndarray:
         if self.settings.kinematics_source != "grasp_pose":
             raise _BadInputError(
                 "unused_stream", "a grasp pose arrives but kinematics_source is not grasp_pose"
             )
-        if frame_id != self.settings.home_frame:
+        home = self.settings.frame_id(self.settings.home_frame)
+        if frame_id != home:
             raise _BadInputError(
-                "wrong_frame",
-                f"grasp pose in {frame_id!r}, expected the home frame {self.settings.home_frame!r}",
+                "wrong_frame", f"grasp pose in {frame_id!r}, expected the home frame {home!r}"
             )
         T = np.asarray(T_i0_i, dtype=float)
         if not np.all(np.isfinite(T)):
@@ -411,25 +464,46 @@ class GraspSignals:
         T_i_u = self._sensor_frame(frame_id)
         return np.concatenate([T_i_u[:3, :3] @ f, T_i_u[:3, 3]])
 
+    def add_static_transform(self, parent: str, child: str, T_parent_child: np.ndarray) -> None:
+        """A fixed transform from /tf_static (tf2: the pose of ``child`` in ``parent``), used
+        for sensor frames the URDF does not have; the newest one per child counts."""
+        self._static[child] = (parent, np.asarray(T_parent_child, dtype=float))
+        self._frames = {}
+
     def _sensor_frame(self, frame_id: str) -> np.ndarray:
-        """T_i_f of a sensor frame: the grasp frame itself, or a URDF frame on the grasp link."""
+        """T_i_f of a sensor frame: the grasp frame itself, a URDF frame on the grasp link, or
+        a frame that /tf_static attaches, through fixed transforms, to one of those."""
         if frame_id in self._frames:
             return self._frames[frame_id]
-        if frame_id == self.settings.grasp_frame:
-            T = np.eye(4)
-        elif self.kinematics is None:
-            raise _BadInputError(
-                "wrong_frame",
-                f"sensor frame {frame_id!r} is not the grasp frame {self.settings.grasp_frame!r} "
-                "(without a URDF, sensors must report in the grasp frame)",
-            )
-        else:
-            try:
-                T = self.kinematics.frame_in_grasp(frame_id)
-            except RobotModelError as error:
-                raise _BadInputError("wrong_frame", str(error)) from None
-        self._frames[frame_id] = T
-        return T
+        T_parent_f, frame = np.eye(4), frame_id
+        for _ in range(len(self._static) + 1):
+            T = self._on_grasp_link(frame)
+            if T is not None:
+                self._frames[frame_id] = T @ T_parent_f
+                return self._frames[frame_id]
+            if frame not in self._static:
+                break
+            frame, T_parent = self._static[frame]
+            T_parent_f = T_parent @ T_parent_f
+        grasp = self.settings.frame_id(self.settings.grasp_frame)
+        raise _BadInputError(
+            "wrong_frame",
+            f"sensor frame {frame_id!r} is neither the grasp frame {grasp!r} nor a URDF frame "
+            "on its link, and /tf_static connects it to neither: publish its fixed offset on "
+            "/tf_static or report in the grasp frame",
+        )
+
+    def _on_grasp_link(self, frame_id: str) -> np.ndarray | None:
+        """T_i_f of the grasp frame or a URDF frame on the grasp link (by TF frame id)."""
+        prefix = self.settings.frame_prefix
+        if frame_id == self.settings.frame_id(self.settings.grasp_frame):
+            return np.eye(4)
+        if self.kinematics is None or not frame_id.startswith(prefix):
+            return None
+        try:
+            return self.kinematics.frame_in_grasp(frame_id[len(prefix) :])
+        except RobotModelError:
+            return None
 
     # ----- processing -----------------------------------------------------------------------
     def _filtered(self, stream: str, t: float, x: np.ndarray) -> None:

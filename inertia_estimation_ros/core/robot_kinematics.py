@@ -1,8 +1,11 @@
 """One robot's grasp-frame signals from its joint states, with Pinocchio.
 
-Given the robot's URDF (the chain from its home frame {i0}, the URDF root, to the
-grasp frame {i}), joint positions q, velocities dq, accelerations ddq and,
-optionally, joint efforts tau, this computes what ``GraspSample`` holds:
+Given the robot's URDF (its root is the home frame {i0}), joint positions q (one per
+joint, angles of continuous joints too), velocities dq, accelerations ddq and, optionally,
+joint efforts tau of the chain from the root to the grasp frame {i}, this computes what
+``GraspSample`` holds. Only that chain is modelled (Pinocchio's reduced model): joints off
+it (a gripper, another arm, a pan-tilt head) are locked at their neutral position, so joint
+states need not name them.
 
 * ``T_i0_i``: forward kinematics of the grasp frame;
 * ``V_i = J_b(q) dq``: the body twist, J_b the body Jacobian of {i} (Modern
@@ -46,14 +49,21 @@ class RobotKinematics:
 
     def __init__(self, urdf: str, grasp_frame: str, compensate_robot_dynamics: bool = True):
         try:
-            self.model = pin.buildModelFromXML(urdf)
+            full = pin.buildModelFromXML(urdf)
         except (RuntimeError, ValueError) as error:
             raise RobotModelError(f"cannot parse the URDF: {error}") from None
-        if not self.model.existFrame(grasp_frame):
-            names = ", ".join(f.name for f in self.model.frames)
+        if not full.existFrame(grasp_frame):
+            names = ", ".join(f.name for f in full.frames)
             raise RobotModelError(f"grasp frame {grasp_frame!r} is not in the URDF; it has {names}")
-        if self.model.nq != self.model.nv:
-            raise RobotModelError("only revolute and prismatic joints are supported (nq == nv)")
+        self.model = _chain_model(full, grasp_frame)
+        wide = [self.model.names[j] for j in range(1, self.model.njoints) if self.model.nvs[j] != 1]
+        if wide:
+            raise RobotModelError(
+                f"joints {wide} on the chain to {grasp_frame!r} have several degrees of freedom; "
+                "only revolute, continuous and prismatic joints are supported"
+            )
+        # Continuous joints: q holds (cos, sin) of the angle (nq 2, nv 1).
+        self._circular = np.array([self.model.nqs[j] == 2 for j in range(1, self.model.njoints)])
         self.data = self.model.createData()
         self.frame_id = self.model.getFrameId(grasp_frame)
         self.compensate = compensate_robot_dynamics
@@ -77,17 +87,28 @@ class RobotKinematics:
         if not self.model.existFrame(frame):
             raise RobotModelError(f"frame {frame!r} is not in the URDF")
         f, i = self.model.frames[self.model.getFrameId(frame)], self.model.frames[self.frame_id]
-        if f.parentJoint != i.parentJoint:
+        if _parent_joint(f) != _parent_joint(i):
             raise RobotModelError(
                 f"frame {frame!r} is not rigidly attached to the grasp frame {i.name!r}"
             )
         return (i.placement.inverse() * f.placement).homogeneous
+
+    def configuration(self, q: np.ndarray) -> np.ndarray:
+        """Pinocchio's configuration vector of one position per joint (angles of continuous
+        joints become their cos and sin)."""
+        q = np.asarray(q, dtype=float)
+        if not self._circular.any():
+            return q
+        circular = self._circular
+        parts = [[np.cos(a), np.sin(a)] if c else [a] for a, c in zip(q, circular, strict=True)]
+        return np.concatenate(parts)
 
     def evaluate(
         self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau: np.ndarray | None = None
     ) -> GraspKinematics:
         """Grasp-frame signals at (q, dq, ddq), and the applied wrench if tau is given."""
         model, data = self.model, self.data
+        q = self.configuration(q)
         pin.forwardKinematics(model, data, q, dq, ddq)
         pin.updateFramePlacements(model, data)
         placement = data.oMf[self.frame_id]
@@ -104,7 +125,23 @@ class RobotKinematics:
     ) -> np.ndarray:
         """F_i = (J_b^T)^+ (tau - tau_robot): the wrench on the payload at {i}, in {i}."""
         model, data = self.model, self.data
+        q = self.configuration(q) if len(q) != model.nq else q
         J_b = pin.computeFrameJacobian(model, data, q, self.frame_id, pin.LOCAL)[_ANGULAR_FIRST]
         tau_robot = pin.rnea(model, data, q, dq, ddq) if self.compensate else 0.0
         F, *_ = np.linalg.lstsq(J_b.T, np.asarray(tau, dtype=float) - tau_robot, rcond=None)
         return F
+
+
+def _chain_model(model: pin.Model, frame: str) -> pin.Model:
+    """The model of the joints from the root to ``frame`` only: every other joint locked at
+    its neutral position (``pin.buildReducedModel``)."""
+    chain = set(model.supports[_parent_joint(model.frames[model.getFrameId(frame)])])
+    locked = [j for j in range(1, model.njoints) if j not in chain]
+    if not locked:
+        return model
+    return pin.buildReducedModel(model, locked, pin.neutral(model))
+
+
+def _parent_joint(frame: pin.Frame) -> int:
+    """The joint a frame moves with: ``parentJoint`` (Pinocchio 3), ``parent`` before."""
+    return frame.parentJoint if hasattr(frame, "parentJoint") else frame.parent

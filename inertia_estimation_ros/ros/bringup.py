@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -45,6 +46,7 @@ def start_graph(graph: Graph, context: Context, executor: str = "multi") -> Node
                     context=context,
                     namespace=spec.namespace,
                     parameter_overrides=overrides,
+                    cli_args=["--ros-args", *remapping_arguments(spec)],
                     use_global_arguments=False,
                 )
             )
@@ -67,26 +69,40 @@ def run_in_process(graph: Graph, executor: str = "multi") -> int:
     return run_until_interrupted(group)
 
 
-def node_command(spec: NodeSpec, config: Path, use_sim_time: bool | None) -> list[str]:
-    """The command that runs one node as its own process with the config as parameter file."""
+def remapping_arguments(spec: NodeSpec) -> list[str]:
+    """The node's remappings as ROS arguments: ``-r from:=to`` each."""
+    return [a for source, target in spec.remappings for a in ("-r", f"{source}:={target}")]
+
+
+def node_command(
+    spec: NodeSpec, parameter_file: Path, use_sim_time: bool | None = None
+) -> list[str]:
+    """The command that runs one node as its own process with a parameter file keyed by full
+    node names (the config itself, or ``Graph.parameter_file``) and its remappings."""
     command = [sys.executable, "-m", NODES[spec.executable][0], "--ros-args"]
-    command += ["-r", f"__ns:={spec.namespace}", "--params-file", str(config)]
+    command += ["-r", f"__ns:={spec.namespace}", "--params-file", str(parameter_file)]
     if use_sim_time is not None and spec.executable != "sim_node":
         command += ["-p", f"use_sim_time:={str(use_sim_time).lower()}"]
-    return command
+    return command + remapping_arguments(spec)
 
 
-def run_processes(graph: Graph, use_sim_time: bool | None) -> int:
+def run_processes(graph: Graph) -> int:
     """Each node as a child process; the first child to exit (or Ctrl-C) ends them all."""
     package_root = str(Path(__file__).resolve().parents[2])  # children import this very code
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
     )
-    children = {
-        spec.fqn: subprocess.Popen(node_command(spec, graph.path, use_sim_time), env=env)
-        for spec in graph.nodes
-    }
+    with tempfile.TemporaryDirectory(prefix="bringup_") as folder:
+        parameter_file = graph.parameter_file(folder)
+        children = {
+            spec.fqn: subprocess.Popen(node_command(spec, parameter_file), env=env)
+            for spec in graph.nodes
+        }
+        return _wait(children)
+
+
+def _wait(children: dict[str, subprocess.Popen]) -> int:
     code = 0
     try:
         while all(child.poll() is None for child in children.values()):
@@ -151,6 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="set use_sim_time on every node but sim_node (e.g. to follow a replayed bag's /clock)",
     )
     parser.add_argument(
+        "--namespace",
+        default="",
+        help="push every node into this namespace (e.g. team_a), as the launch files' argument",
+    )
+    parser.add_argument(
         "--check", action="store_true", help="check the config and list its nodes, run nothing"
     )
     return parser
@@ -159,17 +180,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        graph = load_graph(args.config, args.use_sim_time)
+        graph = load_graph(args.config, args.use_sim_time).under(args.namespace)
     except GraphError as error:
         print(f"bringup: {error}", file=sys.stderr)
         return 2
     print(f"bringup: {graph.path}: " + ", ".join(spec.fqn for spec in graph.nodes))
     if args.check:
         for spec in graph.nodes:
-            print(f"  {spec.fqn}: {spec.parameters}")
+            remapped = "".join(f" {a}:={b}" for a, b in spec.remappings)
+            print(f"  {spec.fqn}: {spec.parameters}{remapped}")
         return 0
     if args.processes:
-        return run_processes(graph, args.use_sim_time)
+        return run_processes(graph)
     return run_in_process(graph, args.executor)
 
 

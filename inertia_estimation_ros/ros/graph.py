@@ -4,16 +4,22 @@ A config (``config/*.yaml``) is a ROS 2 parameter file whose top-level keys are 
 node names, e.g. ``/sim_node``, ``/robot_1/robot_node``, ``/coordinator_node``. A node's name is
 its executable (a key of ``ros.nodes.NODES``) and its namespace the rest of the key, so the
 file itself says which nodes run; the key ``/**`` holds parameters for every node (e.g.
-``use_sim_time``). ``load_graph`` reads and checks a config before anything starts: every node
+``use_sim_time``). Beside ``ros__parameters`` a node may have ``remappings``, a mapping of its
+topic names to the names they should have (``ft_sensor: force_torque_sensor_broadcaster/wrench``,
+relative names in the node's namespace, as ``ros2 run ... -r from:=to``); the nodes are then
+given their parameters without that key (rcl's parser would refuse it).
+``load_graph`` reads and checks a config before anything starts: every node
 is known, every parameter is declared by its node, with a value of the declared type and range
-(the very ``Param`` checks the node applies at start-up), and when a ``sim_node`` publishes
-``/clock`` every other node runs on simulated time.
+(the very ``Param`` checks the node applies at start-up), every remapped name is one of the
+node's topics, and when a ``sim_node`` publishes ``/clock`` every other node runs on simulated
+time. ``Graph.under(namespace)`` pushes the whole graph into a namespace (a second team).
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -23,6 +29,7 @@ from .parameters import Param
 
 PACKAGE = "inertia_estimation_ros"
 EVERY_NODE = "/**"
+NODE_KEYS = {"ros__parameters", "remappings"}
 # Parameters every rclpy node declares itself.
 STANDARD_PARAMETERS = (Param("use_sim_time", "bool", False, "follow /clock"),)
 
@@ -33,11 +40,12 @@ class GraphError(ValueError):
 
 @dataclass(frozen=True)
 class NodeSpec:
-    """One node of a graph: its executable (= node name), namespace and parameters."""
+    """One node of a graph: its executable (= node name), namespace, parameters, remappings."""
 
     executable: str
     namespace: str  # "/" or e.g. "/robot_1"
     parameters: dict[str, object]  # "/**" merged in; nested keys joined with "."
+    remappings: tuple[tuple[str, str], ...] = ()  # (from, to) as ``-r from:=to``
 
     @property
     def name(self) -> str:
@@ -58,6 +66,24 @@ class Graph:
             if spec.fqn == fqn:
                 return spec
         raise KeyError(f"{self.path} has no node {fqn}; it has {[s.fqn for s in self.nodes]}")
+
+    def under(self, namespace: str) -> Graph:
+        """The same graph with every node pushed into ``namespace`` (e.g. ``/team_a``); its
+        relative topic names follow (``launch_ros``'s ``PushRosNamespace``)."""
+        prefix = "/" + namespace.strip("/") if namespace.strip("/") else ""
+        nodes = tuple(
+            replace(s, namespace=f"{prefix}{s.namespace}".rstrip("/") or "/") for s in self.nodes
+        )
+        return Graph(self.path, nodes)
+
+    def parameter_file(self, folder: str | Path | None = None) -> Path:
+        """A ROS 2 parameter file of every node under its full name (remappings left out),
+        written into ``folder`` (default: a new temporary folder)."""
+        folder = Path(folder or tempfile.mkdtemp(prefix="inertia_estimation_ros_"))
+        path = folder / f"{self.path.stem}_parameters.yaml"
+        sections = {s.fqn: {"ros__parameters": s.parameters} for s in self.nodes}
+        path.write_text(yaml.safe_dump(sections, sort_keys=False))
+        return path
 
 
 def data_roots() -> list[Path]:
@@ -147,12 +173,43 @@ def _node_spec(key: object, body: object, shared: dict, where: str) -> NodeSpec:
             f"{where}: {key}: no node {executable!r} in this package (the node name is the "
             f"executable's): choose one of {sorted(NODES)}"
         )
-    if not isinstance(body, dict) or set(body) != {"ros__parameters"}:
-        raise GraphError(f"{where}: {key} must hold exactly one mapping, ros__parameters")
+    if not isinstance(body, dict) or "ros__parameters" not in body or set(body) - NODE_KEYS:
+        raise GraphError(
+            f"{where}: {key} must hold ros__parameters (a mapping) and optionally remappings"
+        )
     parameters = body["ros__parameters"] or {}
     if not isinstance(parameters, dict):
         raise GraphError(f"{where}: {key}.ros__parameters must be a mapping")
-    return NodeSpec(executable, namespace or "/", shared | _flatten(parameters))
+    remappings = body.get("remappings") or {}
+    if not isinstance(remappings, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and k and v for k, v in remappings.items()
+    ):
+        raise GraphError(
+            f"{where}: {key}.remappings must map topic names to topic names, e.g. "
+            "ft_sensor: force_torque_sensor_broadcaster/wrench"
+        )
+    spec = NodeSpec(
+        executable, namespace or "/", shared | _flatten(parameters), tuple(remappings.items())
+    )
+    _check_remappings(spec, where)
+    return spec
+
+
+def _check_remappings(spec: NodeSpec, where: str) -> None:
+    """Every remapped name is a topic the node publishes or subscribes to (a typo would
+    otherwise remap nothing, silently)."""
+    interface = node_interface(spec.executable)
+    names = {
+        name
+        for topic in (*interface.publishes, *interface.subscribes)
+        for name in resolve_topic(topic.name, spec)
+    }
+    for source, _ in spec.remappings:
+        if not set(resolve_topic(source, spec)) <= names:
+            raise GraphError(
+                f"{where}: {spec.fqn} remaps {source!r}, which is none of its topics "
+                f"{sorted(names)}"
+            )
 
 
 def load_graph(path: str | Path, use_sim_time: bool | None = None) -> Graph:
@@ -223,44 +280,76 @@ def published_topics(graph: Graph) -> list[str]:
     return sorted(topics)
 
 
-def launch_nodes(config: str | Path, use_sim_time: bool | None = None) -> list:
-    """launch_ros ``Node`` actions for every node of a config: the launch files' graph. Each
-    node gets the config itself as its parameter file (keyed by its full name)."""
+def launch_nodes(
+    config: str | Path,
+    use_sim_time: bool | None = None,
+    namespace: str = "",
+    log_level: str = "info",
+) -> list:
+    """launch_ros ``Node`` actions for every node of a config, pushed into ``namespace``: the
+    launch files' graph. The nodes share one parameter file keyed by their full names
+    (``Graph.parameter_file``) and get the config's remappings and the log level."""
     from launch_ros.actions import Node
 
-    graph = load_graph(config, use_sim_time)
-    actions = []
-    for spec in graph.nodes:
-        parameters: list = [str(graph.path)]
-        if use_sim_time is not None and spec.executable != "sim_node":
-            parameters.append({"use_sim_time": use_sim_time})
-        actions.append(
-            Node(
-                package=PACKAGE,
-                executable=spec.executable,
-                name=spec.name,
-                namespace=spec.namespace,
-                parameters=parameters,
-                output="screen",
-            )
+    graph = load_graph(config, use_sim_time).under(namespace)
+    parameter_file = str(graph.parameter_file())
+    return [
+        Node(
+            package=PACKAGE,
+            executable=spec.executable,
+            name=spec.name,
+            namespace=spec.namespace,
+            parameters=[parameter_file],
+            remappings=list(spec.remappings),
+            ros_arguments=["--log-level", log_level],
+            output="screen",
         )
-    return actions
+        for spec in graph.nodes
+    ]
+
+
+# The standard arguments of every launch file: (name, default, description).
+LAUNCH_ARGUMENTS = (
+    ("namespace", "", "push every node into this namespace (e.g. team_a); empty: none"),
+    ("use_sim_time", "", "true/false: set use_sim_time on every node; empty: as the config says"),
+    ("log_level", "info", "log level of every node: debug, info, warn, error or fatal"),
+)
 
 
 def launch_graph(default_config: str, use_sim_time: bool | None = None) -> list:
-    """The launch files' actions for a graph: the ``config`` argument (a path, or a file name
-    in config/; default ``default_config``) and, once it is known, the nodes it names."""
+    """The launch files' actions for a graph: the standard arguments ``config`` (a path, or a
+    file name in config/; default ``default_config``), ``namespace``, ``use_sim_time`` (default
+    ``use_sim_time``, if given) and ``log_level``, and, once they are known, the nodes."""
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
     from launch.substitutions import LaunchConfiguration
 
     def nodes(context: object) -> list:
-        return launch_nodes(LaunchConfiguration("config").perform(context), use_sim_time)
+        value = {n: LaunchConfiguration(n).perform(context) for n, _, _ in LAUNCH_ARGUMENTS}
+        return launch_nodes(
+            LaunchConfiguration("config").perform(context),
+            _sim_time_argument(value["use_sim_time"]),
+            value["namespace"],
+            value["log_level"],
+        )
 
+    defaults = {"use_sim_time": "" if use_sim_time is None else str(use_sim_time).lower()}
     return [
         DeclareLaunchArgument(
             "config",
             default_value=default_config,
             description="graph YAML: a path, or a file name in the package's config/",
         ),
+        *(
+            DeclareLaunchArgument(name, default_value=defaults.get(name, default), description=d)
+            for name, default, d in LAUNCH_ARGUMENTS
+        ),
         OpaqueFunction(function=nodes),
     ]
+
+
+def _sim_time_argument(text: str) -> bool | None:
+    """The ``use_sim_time`` launch argument: "" (as the config says), true or false."""
+    choices = {"": None, "true": True, "false": False}
+    if text.strip().lower() not in choices:
+        raise GraphError(f"use_sim_time:={text!r}: give true, false or nothing")
+    return choices[text.strip().lower()]

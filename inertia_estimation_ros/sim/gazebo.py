@@ -34,6 +34,7 @@ from scipy.spatial.transform import Rotation
 
 from .ground_team import JOINTS, LINEAR, GroundTeamScenario
 from .ground_truth import body_inertial_parameters
+from .quaternion import matrix_from_wxyz
 from .scenario import ScenarioError, load_scenario
 
 SDF_VERSION = "1.9"
@@ -90,7 +91,7 @@ def payload_model(scenario: GroundTeamScenario, model: mujoco.MjModel) -> str:
     element = ET.Element("model", name="payload")
     link = ET.SubElement(element, "link", name="payload")
     body = model.body("payload")
-    R_P_c = Rotation.from_quat(body.iquat, scalar_first=True).as_matrix()
+    R_P_c = matrix_from_wxyz(body.iquat)
     T_com = np.eye(4)
     T_com[:3, :3], T_com[:3, 3] = R_P_c, body.ipos
     _inertial(link, float(body.mass[0]), T_com, body.inertia)
@@ -323,6 +324,7 @@ def gazebo_assets(scenario: GroundTeamScenario) -> dict[str, str]:
         files[f"models/{name}_{rid}/model.config"] = _model_config(
             f"{name}_{rid}", f"Robot {rid} ({robot.kind}) of scenario {name}."
         )
+        files[f"urdf/{name}_{rid}.urdf"] = scenario.urdf(model, rid)  # robot_state_publisher
     return files
 
 

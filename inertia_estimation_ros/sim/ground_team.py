@@ -51,6 +51,7 @@ from .ground_truth import (
     site_pose_in_body,
 )
 from .payload import Primitive, read_payload
+from .quaternion import matrix_from_wxyz, wxyz_from_matrix
 from .scenario import (
     GroundTruth,
     ImuStream,
@@ -150,7 +151,7 @@ def _numbers(x: np.ndarray) -> str:
 
 
 def _quat(R: np.ndarray) -> str:
-    return _numbers(Rotation.from_matrix(R).as_quat(scalar_first=True))
+    return _numbers(wxyz_from_matrix(R))
 
 
 @scenario_type("ground_team")
@@ -416,7 +417,7 @@ def _check_explicit_damping(robot: RobotSpec, dt: float) -> None:
 
 
 def _quat_array(R: np.ndarray) -> np.ndarray:
-    return Rotation.from_matrix(R).as_quat(scalar_first=True)
+    return wxyz_from_matrix(R)
 
 
 def _read_gains(section: Section, key: str, default: Gains) -> Gains:
@@ -636,7 +637,7 @@ class _Runner:
         P = self.scenario.T_w_P0
         T = plan.D_w @ P
         c = T[:, :3, :3] @ self.com_P + T[:, :3, 3]
-        return c, Rotation.from_matrix(T[:, :3, :3]).as_quat(scalar_first=True)
+        return c, wxyz_from_matrix(T[:, :3, :3])
 
     def _begin_phase(self, index: int) -> None:
         """Plan excitation program ``index`` and blend the robots into it from where they are."""
@@ -736,7 +737,7 @@ class _Runner:
         T_w_P = np.tile(np.eye(4), (len(qpos), 1, 1))
         if len(qpos):
             quat = qpos[:, self.payload_q + 3 : self.payload_q + 7]
-            T_w_P[:, :3, :3] = Rotation.from_quat(quat, scalar_first=True).as_matrix()
+            T_w_P[:, :3, :3] = matrix_from_wxyz(quat)
             T_w_P[:, :3, 3] = qpos[:, self.payload_q : self.payload_q + 3]
 
         def sensor(kind: str) -> np.ndarray:

@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import mujoco
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..core.inertial import InertialParameters
 from ..core.spatial import transform
+from .quaternion import matrix_from_wxyz
 from .scenario import SimulationResult, pose_to_yaml
-
-
-def _rotation(quat_wxyz: np.ndarray) -> np.ndarray:
-    return Rotation.from_quat(quat_wxyz, scalar_first=True).as_matrix()
 
 
 def body_inertial_parameters(model: mujoco.MjModel, body: str) -> InertialParameters:
     """The body's inertial parameters in its own body frame, from the compiled model."""
     b = model.body(body)
-    R_b_c = _rotation(b.iquat)
+    R_b_c = matrix_from_wxyz(b.iquat)
     inertia_about_com = R_b_c @ np.diag(b.inertia) @ R_b_c.T
     return InertialParameters.from_mass_com_inertia(float(b.mass[0]), b.ipos, inertia_about_com)
 
@@ -32,13 +28,13 @@ def body_inertial_parameters(model: mujoco.MjModel, body: str) -> InertialParame
 def site_pose_in_body(model: mujoco.MjModel, site: str) -> np.ndarray:
     """T_b_site: the site's pose in its body's frame, from the compiled model."""
     s = model.site(site)
-    return transform(_rotation(s.quat), s.pos)
+    return transform(matrix_from_wxyz(s.quat), s.pos)
 
 
 def body_pose_in_parent(model: mujoco.MjModel, body: str) -> np.ndarray:
     """T_parent_body at qpos = 0 (the body's ``pos``/``quat`` in the compiled model)."""
     b = model.body(body)
-    return transform(_rotation(b.quat), b.pos)
+    return transform(matrix_from_wxyz(b.quat), b.pos)
 
 
 def site_pose_in_world(data: mujoco.MjData, site: str) -> np.ndarray:

@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..core.spatial import transform
+from .quaternion import wxyz_from_matrix
 from .scenario import ScenarioError, Section
 
 ALUMINIUM_DENSITY = 2700.0  # kg/m^3
@@ -56,7 +56,7 @@ class Primitive:
         else:
             size = np.asarray(self.size)
         p = self.T_P_g[:3, 3]
-        w_xyz = Rotation.from_matrix(self.T_P_g[:3, :3]).as_quat(scalar_first=True)
+        w_xyz = wxyz_from_matrix(self.T_P_g[:3, :3])
         amount = f'density="{self.density!r}"' if self.mass is None else f'mass="{self.mass!r}"'
         return (
             f'<geom name="{name}" type="{self.shape}" size="{_numbers(size)}" '

@@ -351,9 +351,7 @@ class _View:
             self.A = self.A - np.swapaxes(A_dk, 1, 2) @ inverse @ A_dk
             self.b = self.b - np.einsum("jda,jde,je->ja", A_dk, inverse, b_d)
             self.c = self.c - np.einsum("jd,jde,je->j", b_d, inverse, b_d)
-            self.own = np.linalg.matrix_rank(
-                A[:, drop][:, :, drop], rtol=1e-8, hermitian=True
-            ).astype(float)
+            self.own = _rank(A[:, drop][:, :, drop]).astype(float)
         else:
             for group, level in levels.items():
                 covariance = dV_covariance.get(group)
@@ -376,7 +374,7 @@ class _View:
         db = d * self.b
         solution = np.einsum("jab,jb->ja", np.linalg.pinv(scaled, rcond=1e-8, hermitian=True), db)
         lack_of_fit = np.maximum(self.c - np.einsum("ja,ja->j", db, solution), 0.0)
-        return lack_of_fit, np.linalg.matrix_rank(scaled, rtol=1e-8, hermitian=True)
+        return lack_of_fit, _rank(scaled)
 
     def information(self, used: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
         """Trusted plus used blocks' normal equations, errors-in-variables corrected when that
@@ -412,7 +410,7 @@ class _View:
         G = G * (free[:, :, None] & free[:, None, :])
         rhs = np.einsum("jba,jb->ja", U, d * self.b - np.einsum("jab,jb->ja", As, x)) * free
         z = np.einsum("jab,jb->ja", np.linalg.pinv(G, rcond=1e-8, hermitian=True), rhs)
-        q = np.linalg.matrix_rank(G, rtol=1e-8, hermitian=True)
+        q = _rank(G)
         x = x + np.einsum("jab,jb->ja", U, z)
         t = np.einsum("jab,jba->j", As, covariance)
         return d * x, t, q.astype(float)
@@ -853,3 +851,10 @@ def judgement_evidence(
             s.samples for s in store.segments if s.used is False and phase_group(s.group) == group
         )
     return out
+
+
+def _rank(M: np.ndarray) -> np.ndarray:
+    """Numerical rank of each symmetric matrix of a stack: eigenvalues above 1e-8 of the largest
+    (numpy >= 2's ``matrix_rank(M, rtol=1e-8, hermitian=True)``, also on numpy 1.26)."""
+    s = np.abs(np.linalg.eigvalsh(M))
+    return np.count_nonzero(s > 1e-8 * s.max(-1, keepdims=True, initial=0.0), axis=-1)

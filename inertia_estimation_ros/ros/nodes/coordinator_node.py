@@ -124,7 +124,7 @@ INTERFACE = NodeInterface(
     ],
     subscribes=[
         Topic(
-            "/{robot}/grasp_state",
+            "{robot}/grasp_state",
             "inertia_estimation_ros/msg/GraspState",
             "sensor",
             "each robot's grasp samples (robot_node), for every robot of `robots`",
@@ -341,7 +341,7 @@ class CoordinatorNode(Node):
         self.overflow = 0
         for rid in self.pipeline.robot_ids:
             self.create_subscription(
-                GraspState, f"/{rid}/grasp_state", self._enqueue(rid), GRASP_QOS
+                GraspState, f"{rid}/grasp_state", self._enqueue(rid), GRASP_QOS
             )
         # Services in their own group: a handler awaiting the worker holds no other callback.
         services = ReentrantCallbackGroup()

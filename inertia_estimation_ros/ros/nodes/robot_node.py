@@ -19,8 +19,10 @@ import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Header, String
+from tf2_msgs.msg import TFMessage
 
 from ...core.grasp_signals import (
     FT_MEASURES,
@@ -40,6 +42,7 @@ from ..conversions import (
     to_time,
     to_twist,
     to_wrench,
+    transform_matrix,
     vector3,
     wrench_vector,
 )
@@ -47,6 +50,10 @@ from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, To
 from ..parameters import Param, ParameterError, declare
 from ..runtime import diagnostics, run_executable, steady_timer
 
+# tf2_ros's static listener: reliable, transient local, a deep history.
+TF_STATIC_QOS = QoSProfile(
+    depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+)
 STALE = 2.0  # [s] without kinematic input (after some arrived) is an error
 
 INTERFACE = NodeInterface(
@@ -116,14 +123,34 @@ INTERFACE = NodeInterface(
             "latched",
             "the URDF, when the `robot_description` parameter is empty and joint states are used",
         ),
+        Topic(
+            "/tf_static",
+            "tf2_msgs/msg/TFMessage",
+            "latched",
+            "fixed offsets of sensor frames the URDF lacks (tf2 static transforms, chained to "
+            "the grasp frame or a URDF frame on its link)",
+        ),
     ],
     parameters=[
-        Param("robot_id", "string", "", "team-unique robot id; empty: the node's namespace"),
+        Param(
+            "robot_id",
+            "string",
+            "",
+            "team-unique robot id; empty: the last part of the node's namespace (robot_1 in "
+            "/team_a/robot_1)",
+        ),
         Param(
             "grasp_frame", "string", "", "grasp frame {i} (a URDF frame); empty: `<robot_id>/grasp`"
         ),
         Param(
             "home_frame", "string", "", "home frame {i0} (the URDF root); empty: `<robot_id>/home`"
+        ),
+        Param(
+            "frame_prefix",
+            "string",
+            "",
+            "prepended to URDF link names in frame ids, as robot_state_publisher's "
+            "frame_prefix (e.g. `robot_1/`); grasp_frame and home_frame stay link names",
         ),
         Param(
             "kinematics_source",
@@ -247,6 +274,7 @@ class RobotNode(Node):
             self.create_subscription(WrenchStamped, "ft_sensor", self._on_wrench, SENSOR_QOS)
         if s.gravity_source == "imu":
             self.create_subscription(Imu, "imu", self._on_imu, SENSOR_QOS)
+        self.create_subscription(TFMessage, "/tf_static", self._on_tf_static, TF_STATIC_QOS)
         self._urdf = p.robot_description
         self._last_input = None  # monotonic time of the last kinematic message
         self._report = {"time": time.monotonic(), "accepted": 0, "emitted": 0}
@@ -254,7 +282,7 @@ class RobotNode(Node):
         steady_timer(self, p.diagnostics_period, self._publish_diagnostics)
 
     def _settings(self, p: SimpleNamespace) -> GraspSignalSettings:
-        robot_id = p.robot_id or self.get_namespace().strip("/")
+        robot_id = p.robot_id or self.get_namespace().rpartition("/")[2]
         if not robot_id:
             raise ParameterError(
                 f"parameter '{self.get_fully_qualified_name()}.robot_id' is empty and the node "
@@ -265,6 +293,7 @@ class RobotNode(Node):
                 robot_id=robot_id,
                 grasp_frame=p.grasp_frame or f"{robot_id}/grasp",
                 home_frame=p.home_frame or f"{robot_id}/home",
+                frame_prefix=p.frame_prefix,
                 kinematics_source=p.kinematics_source,
                 wrench_source=p.wrench_source,
                 ft_measures=p.ft_measures,
@@ -283,6 +312,11 @@ class RobotNode(Node):
             raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
 
     # ----- inputs ---------------------------------------------------------------------------
+    def _on_tf_static(self, msg: TFMessage) -> None:
+        for tf in msg.transforms:
+            parent, child = tf.header.frame_id.lstrip("/"), tf.child_frame_id.lstrip("/")
+            self.signals.add_static_transform(parent, child, transform_matrix(tf.transform))
+
     def _on_urdf(self, msg: String) -> None:
         if msg.data == self._urdf and not self.model_error:
             return
@@ -334,9 +368,9 @@ class RobotNode(Node):
         s = self.settings
         for sample in samples:
             self._outputs["grasp_state"].publish(
-                to_grasp_state(sample, s.grasp_frame, s.home_frame)
+                to_grasp_state(sample, s.frame_id(s.grasp_frame), s.frame_id(s.home_frame))
             )
-            header = Header(stamp=to_time(sample.stamp), frame_id=s.grasp_frame)
+            header = Header(stamp=to_time(sample.stamp), frame_id=s.frame_id(s.grasp_frame))
             self._outputs["grasp_twist"].publish(
                 TwistStamped(header=header, twist=to_twist(sample.V_i))
             )

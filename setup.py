@@ -92,6 +92,7 @@ setup(
             "ros-visualization-msgs",
             "ros-diagnostic-msgs",
             "ros-std-srvs",
+            "ros-trajectory-msgs",
             "ros-rosgraph-msgs",
         ]
     },

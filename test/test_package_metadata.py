@@ -88,6 +88,8 @@ ROSDEP_KEYS = {
     "tqdm": "python3-tqdm",
     "threadpoolctl": "python3-threadpoolctl",
     "cvxpy": "python3-cvxpy-pip",
+    "cdd": "python3-pycddlib-pip",
+    "osqp": "python3-osqp-pip",
     "mujoco": "python3-mujoco-pip",
     "rosbags": "python3-rosbags-pip",
     "pytest": "python3-pytest",

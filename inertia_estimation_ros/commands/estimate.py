@@ -325,7 +325,7 @@ def estimate_document(result: BagRun, bag: Path) -> dict[str, Any]:
         },
         "grasps": {
             g.robot_id: {
-                "frame_id": g.frame_id,
+                "frame_id": g.child_frame_id,
                 "T_s_i": _finite(transform_matrix(g.transform)),
                 "covariance": _finite(
                     c if (c := covariance_matrix(g.covariance)) is not None else np.zeros((6, 6))

@@ -20,7 +20,6 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from ..bags import write_bag
 from ..core.planning.objects import BalancedObject
 from ..core.planning.planner import PlannerSettings, TrayPlan, TrayPlanner
 from ..core.planning.tray import NQ, rotation
@@ -195,6 +194,8 @@ def write_tray_bag(run: TrayRun, path: Path, storage: str = "mcap") -> Path:
              Bool(data=bool(c)))
             for t, c in zip(run.time, run.in_contact, strict=True)
         ]  # fmt: skip
+
+    from ..bags import write_bag  # rosbags: only where a bag is written
 
     return write_bag(path, list(streams()), storage)
 

@@ -3,6 +3,7 @@
 #   make setup   .venv with pinned wheels; messages built by this package's own CMakeLists.txt
 #   make test    lint + the whole test suite (runs setup first)
 #   make bench   every benchmark under bench/, printing its table
+#   make mutants named mutants of core/ and ros/conversions.py (tools/mutants.py): survivors
 #   make demo    the main job (see README)
 #   make readme  regenerate the README's node tables from the nodes' interfaces
 #
@@ -24,7 +25,7 @@ CMAKE_ARGS := -DCMAKE_INSTALL_PREFIX=$(VENV_ABS) -DCMAKE_PREFIX_PATH=$(VENV_ABS)
 PACKAGE_SOURCES := CMakeLists.txt package.xml $(wildcard msg/*.msg cmake/*) \
 	$(shell find inertia_estimation_ros launch config rviz -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: setup test lint bench demo readme clean
+.PHONY: setup test lint bench demo readme clean mutants
 
 setup: $(STAMP)/package $(STAMP)/console-scripts
 	@$(CMAKE_ENV) $(BIN)/cmake --install $(BUILD) > $(BUILD)/install.log
@@ -68,6 +69,10 @@ test: lint
 
 bench: setup
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+# Named mutants (tools/mutants.py): prints the survivors; not part of CI.
+mutants: setup
+	$(BIN)/python tools/mutants.py
 
 demo: setup
 	$(BIN)/inertia_estimation demo

@@ -114,6 +114,27 @@ MUTANTS = (
         "[[xx, xy, yz], [xy, yy, xz], [yz, xz, zz]]",
         ("test/test_inertial.py", "test/test_regressor.py"),
     ),
+    Mutant(
+        "HomeGravity: direction std floor 10 x larger",
+        "core/cooperative/grasp_kinematics.py",
+        "floor: float = 1e-4  # [rad]",
+        "floor: float = 1e-3  # [rad]",
+        ("test/test_cooperative_kinematics.py",),
+    ),
+    Mutant(
+        "_pose_noise: position floor 10 % instead of 1 % (in std) of the angle part",
+        "core/cooperative/grasp_kinematics.py",
+        "floor = np.array([1e-18, 1e-4 * theta[0]",
+        "floor = np.array([1e-18, 1e-2 * theta[0]",
+        ("test/test_cooperative_kinematics.py",),
+    ),
+    Mutant(
+        "robust_weights: Huber threshold halved",
+        "core/cooperative/grasp_kinematics.py",
+        "return np.minimum(1.0, scale / np.maximum(u, 1e-300))",
+        "return np.minimum(1.0, 0.5 * scale / np.maximum(u, 1e-300))",
+        ("test/test_cooperative_kinematics.py",),
+    ),
 )
 
 

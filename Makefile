@@ -4,6 +4,7 @@
 #   make test    lint + the whole test suite (runs setup first), then test-compat:
 #                the core and node tests on numpy 1.26 / scipy 1.11 (.venv-compat)
 #   make bench   every benchmark under bench/, printing its table
+#   make mutants named mutants of core/ and ros/conversions.py (tools/mutants.py): survivors
 #   make demo    the main job (see README)
 #   make readme  regenerate the README's node tables from the nodes' interfaces
 #   make docs    the API reference of the core and the simulator (pdoc) into build/docs
@@ -27,7 +28,7 @@ CMAKE_ARGS := -DCMAKE_INSTALL_PREFIX=$(VENV_ABS) -DCMAKE_PREFIX_PATH=$(VENV_ABS)
 PACKAGE_SOURCES := CMakeLists.txt package.xml $(wildcard msg/*.msg cmake/*) \
 	$(shell find inertia_estimation_ros launch config rviz -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: setup test test-compat lint bench demo readme docs clean
+.PHONY: setup test test-compat lint bench demo readme docs clean mutants
 
 setup: $(STAMP)/install
 
@@ -113,6 +114,10 @@ test-compat: $(COMPAT_STAMP)/install
 
 bench: setup
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+# Named mutants (tools/mutants.py): prints the survivors; not part of CI.
+mutants: setup
+	$(BIN)/python tools/mutants.py
 
 demo: setup
 	$(BIN)/inertia_estimation demo

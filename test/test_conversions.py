@@ -90,12 +90,24 @@ def test_time_round_trip_to_the_nanosecond(t):
 
 
 def test_inertia_message_is_about_the_com():
-    body = InertialParameters.from_mass_com_inertia(
-        2.0, [0.1, -0.2, 0.3], np.diag([0.01, 0.02, 0.025])
-    )
+    """Every field against a hand-written inertia: rotated, so all products are non-zero
+    and distinct (a swapped or sign-flipped field changes the message)."""
+    R = Rotation.from_rotvec([0.3, -0.5, 0.7]).as_matrix()
+    I_c = R @ np.diag([0.01, 0.02, 0.025]) @ R.T
+    assert len({round(abs(v), 6) for v in I_c[np.triu_indices(3, 1)]}) == 3
+    body = InertialParameters.from_mass_com_inertia(2.0, [0.1, -0.2, 0.3], I_c)
     msg = cv.to_inertia(body)
     assert msg.m == 2.0 and np.allclose(cv.vector3(msg.com), [0.1, -0.2, 0.3])
-    assert np.isclose(msg.ixx, 0.01) and np.isclose(msg.izz, 0.025) and msg.ixy == 0.0
+    fields = {
+        "ixx": (0, 0),
+        "ixy": (0, 1),
+        "ixz": (0, 2),
+        "iyy": (1, 1),
+        "iyz": (1, 2),
+        "izz": (2, 2),
+    }
+    for name, (a, b) in fields.items():
+        assert getattr(msg, name) == pytest.approx(I_c[a, b], abs=1e-15), name
     assert np.allclose(cv.inertial_parameters(msg).vec, body.vec)
 
 

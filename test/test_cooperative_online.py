@@ -244,3 +244,44 @@ def test_a_nearly_flat_payload_stays_physically_consistent():
         assert estimate.consistency_margin > 0
         moments = estimate.principal_moments
         assert moments[0] + moments[1] >= moments[2] - 1e-9
+
+
+def test_consistency_projection_is_in_the_information_metric():
+    """The projection of an inconsistent estimate is argmin (theta - theta_hat)^T C^-1 (...)
+    subject to J(theta) >= margin 1: compared with an independent cvxpy formulation, and
+    far from the identity-metric projection (which ignores what the data know best)."""
+    import cvxpy as cp
+
+    from inertia_estimation_ros.core.cooperative.estimate import _consistent
+
+    lamina = InertialParameters.from_mass_com_inertia(
+        5.0, [0.5, 0.2, 0.0], np.diag([1.0, 2.0, 3.0])
+    )
+    theta_hat = lamina.vec + np.r_[np.zeros(9), 0.3]  # Izz > Ixx + Iyy: inconsistent
+    assert not InertialParameters(theta_hat).is_consistent()
+    rng = np.random.default_rng(5)
+    U = np.linalg.qr(rng.normal(size=(10, 10)))[0]
+    covariance = U @ np.diag(np.logspace(-6, -1, 10)) @ U.T
+    margin = 1e-6
+    settings = EstimatorSettings(consistency_margin=margin)
+    projected, advice = _consistent(theta_hat, covariance, settings)
+    assert not advice and InertialParameters(projected).consistency_margin() >= margin * 0.999
+
+    def reference(weight):
+        theta = cp.Variable(10)
+        I = cp.bmat([[theta[4], theta[5], theta[6]], [theta[5], theta[7], theta[8]],
+                     [theta[6], theta[8], theta[9]]])  # fmt: skip
+        Sigma = 0.5 * cp.trace(I) * np.eye(3) - I
+        h = cp.reshape(theta[1:4], (3, 1))
+        J = cp.bmat([[Sigma, h], [h.T, cp.reshape(theta[0], (1, 1))]])
+        L = np.linalg.cholesky(weight / np.trace(weight))
+        objective = cp.sum_squares(L.T @ (theta - theta_hat))
+        constraints = [0.5 * (J + J.T) - margin * np.eye(4) >> 0]
+        cp.Problem(cp.Minimize(objective), constraints).solve(solver="CLARABEL")
+        return theta.value
+
+    information = reference(np.linalg.inv(covariance))
+    identity = reference(np.eye(10))
+    scale = np.linalg.norm(identity - information)
+    assert scale > 1e-2
+    assert np.linalg.norm(projected - information) < 1e-2 * scale  # solver tolerance

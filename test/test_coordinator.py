@@ -87,8 +87,9 @@ def test_exact_data_on_synchronized_clocks_give_the_payload_to_machine_precision
 def test_clock_offsets_are_estimated_and_aligned_away():
     """Clocks 23 and -31 ms off the reference's. The offsets come from cross-correlated
     angular speeds (core.cooperative.clock) to about a millisecond, which limits the grasps of
-    exact data to millimetres (a 0.5 ms error alone costs about 1 mm); unaligned, the same
-    data give grasps more than five times worse."""
+    exact data to about a millimetre (a 0.5 ms error alone costs about 1 mm); unaligned, the
+    same data give grasp positions more than five times worse and rotations more than twice
+    (0.6 mm, 0.08 deg aligned; 11 mm, 0.26 deg unaligned)."""
     team, _, series = team_session(kin_seconds=8.0, pivot_seconds=2.0, statics=False)
     aligned = run(series)
     for rid, true_offset in CLOCK_OFFSETS.items():
@@ -96,10 +97,10 @@ def test_clock_offsets_are_estimated_and_aligned_away():
     estimate = aligned.estimate(full=True)
     assert estimate.grasps_valid
     position, rotation = grasp_errors(estimate, team)
-    assert position < 1e-2 and rotation < 0.3
+    assert position < 2e-3 and rotation < 0.15
     unaligned = run(series, PipelineSettings(estimate_clock_offsets=False)).estimate(full=True)
     position_unaligned, rotation_unaligned = grasp_errors(unaligned, team)
-    assert position_unaligned > 5 * position and rotation_unaligned > 5 * rotation
+    assert position_unaligned > 5 * position and rotation_unaligned > 2 * rotation
 
 
 def test_bad_samples_are_refused_and_counted_never_raised():
@@ -166,7 +167,11 @@ def test_a_silent_robot_is_an_error_and_grasp_kinematics_goes_on_among_the_other
     assert estimate.samples_kinematics > before.samples_kinematics
     assert pipeline.partial is not None and pipeline.partial.robot_ids == ("robot_1", "robot_2")
     robot_2 = estimate.grasp("robot_2")
-    assert robot_2.T_s_i is not before.grasp("robot_2").T_s_i  # the sub-team's estimate
+    sub_team = pipeline.partial.estimator.estimate().grasp("robot_2")
+    whole_team = pipeline.full.estimator.estimate().grasp("robot_2")
+    assert np.array_equal(robot_2.T_s_i, sub_team.T_s_i)  # the sub-team's estimate
+    assert np.array_equal(robot_2.covariance, sub_team.covariance)
+    assert not np.array_equal(robot_2.T_s_i, whole_team.T_s_i)
     error = sp.inverse(team.T_s_i["robot_2"]) @ robot_2.T_s_i
     assert np.abs(error[:3, 3]).max() < 5e-3 and sp.rotation_angle(error[:3, :3]) < 0.2 / 57.3
     updates = pipeline.updates

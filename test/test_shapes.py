@@ -126,6 +126,17 @@ def test_uniform_body_is_realizable_and_matches_a_dense_grid(name):
     assert np.allclose(dense.inertia_about_com, uniform.inertia_about_com, rtol=0.05, atol=2e-4)
 
 
+def test_polyhedron_uniform_body_equals_the_same_box_to_machine_precision():
+    """The polyhedron's uniform density (tetrahedra) against the box's closed form."""
+    box = SHAPES["box"]
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
+    vertices = P_OFFSET + (corners * [0.3, 0.2, 0.1]) @ R_TILT.T
+    polyhedron = ConvexPolyhedron(vertices)
+    np.testing.assert_allclose(
+        polyhedron.uniform_density_params(2.0).vec, box.uniform_density_params(2.0).vec, atol=1e-12
+    )
+
+
 # ----- rigeo 0.2.0 as an oracle -------------------------------------------------------------
 def _rigeo_shapes():
     return {
@@ -177,12 +188,15 @@ def test_moment_relaxation_agrees_with_rigeo(name):
     )
     assert not shape.can_realize(too_long)
     assert not _rigeo_feasible(theirs.moment_sdp_constraints, too_long)
-    for _ in range(8):
-        body = InertialParameters.from_mass_com_inertia(
-            1.0, centre + rng.normal(scale=0.05, size=3), np.diag(rng.uniform(0.001, 0.03, 3))
+    compared = 0
+    for _ in range(8):  # point masses inside the shape: feasible by construction
+        body = InertialParameters.from_point_masses(
+            rng.uniform(0.2, 1.0, 5), _points_inside(shape, rng, 5)
         )
-        if shape.can_realize(body):
-            assert _rigeo_feasible(theirs.moment_sdp_constraints, body)
+        assert shape.can_realize(body)
+        assert _rigeo_feasible(theirs.moment_sdp_constraints, body)
+        compared += 1
+    assert compared == 8
 
 
 # ----- unions (paper 003, Cor. 2) ------------------------------------------------------------

@@ -297,15 +297,39 @@ def _pose_block(
     return M
 
 
+def rotation_moments(moments: StackedMoments) -> dict[str, np.ndarray]:
+    """Each robot's 9x9 mean of vec(R_i0_i) vec(R_i0_i)^T (vec by rows), from pose moments."""
+    weight = max(moments.weight, 1e-300)
+    return {
+        r: moments.S[12 * k : 12 * k + 9, 12 * k : 12 * k + 9] / weight
+        for k, r in enumerate(moments.robot_ids)
+    }
+
+
 def pose_noise_covariance(
-    R_bar: Mapping[str, np.ndarray], robot_ids: Sequence[str], angle_std: float, position_std: float
+    rotations: Mapping[str, np.ndarray],
+    robot_ids: Sequence[str],
+    angle_std: float,
+    position_std: float,
 ) -> np.ndarray:
-    """Sigma of pose rows: rotation noise R = exp([d]) R_bar (d isotropic), white positions."""
-    n = 12 * len(robot_ids) + 1
-    Sigma = np.zeros((n, n))
+    """Sigma of pose rows, averaged over the samples: rotation noise R = exp([d]) R_k with d
+    isotropic, white positions. ``rotations``: per robot the mean of vec(R_k) vec(R_k)^T
+    (``rotation_moments``); a single rotation R stands for vec(R) vec(R)^T.
+
+    vec([e] R) = ([e] kron 1) vec(R), so the mean covariance of vec(R_k) is
+    angle_std^2 sum_e ([e] kron 1) E[vec(R_k) vec(R_k)^T] ([e] kron 1)^T. Using the mean
+    rotation instead would miss the part of the angle noise that the motion turns into
+    every direction, e.g. along a grasp lever arm, where only position noise is expected.
+    """
+    n = 12 * len(robot_ids)
+    Sigma = np.zeros((n + 1, n + 1))
+    lifts = [np.kron(sp.skew(e), np.eye(3)) for e in np.eye(3)]
     for k, r in enumerate(robot_ids):
-        K = np.stack([(sp.skew(e) @ R_bar[r]).ravel() for e in np.eye(3)], axis=1)
-        Sigma[12 * k : 12 * k + 9, 12 * k : 12 * k + 9] = angle_std**2 * K @ K.T
+        second = np.asarray(rotations[r], dtype=float)
+        if second.shape == (3, 3):
+            second = np.outer(second.ravel(), second.ravel())
+        block = sum(K @ second @ K.T for K in lifts)
+        Sigma[12 * k : 12 * k + 9, 12 * k : 12 * k + 9] = angle_std**2 * block
         Sigma[12 * k + 9 : 12 * k + 12, 12 * k + 9 : 12 * k + 12] = position_std**2 * np.eye(3)
     return Sigma
 
@@ -373,28 +397,46 @@ def consensus_noise(
     return noise
 
 
-def _pose_noise(M: np.ndarray, moments: StackedMoments, R_bar: dict) -> tuple[float, float]:
-    """Team-wide (angle [rad], position [m]) pose noise by moment matching on M y = 0.
+def _pose_noise(
+    M: np.ndarray,
+    moments: StackedMoments,
+    level: tuple[float, float] | None = None,
+    iterations: int = 30,
+) -> tuple[float, float]:
+    """Team-wide (angle [rad], position [m]) pose noise: maximum likelihood of M y = 0.
 
-    Rotation rows see angle noise only; position rows see both (through the lever arms).
+    The residuals r_k = M y_k have covariance C = a U_a + b U_b (a, b: the angle and
+    position variances; U = M Sigma M^T of unit noise, ``pose_noise_covariance``). Fisher
+    scoring solves the likelihood equations tr(C^-1 U_j C^-1 (S_r - C)) = 0 with the
+    sample covariance S_r = M S M^T / weight. Every residual direction is weighed by its
+    own precision: position noise is fixed by the directions angle noise cannot reach
+    (along the lever arms), not by subtracting the angle part from the total power,
+    which collapses the position noise when the angle part is slightly overestimated.
     The position part is kept at least 1% (in std) of the angle part of the position rows:
     when angle errors explain all of them (e.g. encoder offsets), a vanishing position
     noise would make the whitening singular and drown the rotation rows.
     """
+    rotations = rotation_moments(moments)
     ids = moments.robot_ids
-    power = np.einsum("ij,jk,ik->i", M, moments.S, M).reshape(-1, 2, 3).sum(axis=(0, 2))
-    unit = [
-        np.einsum("ij,jk,ik->i", M, pose_noise_covariance(R_bar, ids, a, b), M)
-        .reshape(-1, 2, 3)
-        .sum(axis=(0, 2))
-        * moments.weight
-        for a, b in ((1.0, 0.0), (0.0, 1.0))
-    ]
-    var_angle = max(power[0], 0.0) / max(unit[0][0], 1e-300)
-    from_angles = var_angle * unit[0][1]
-    var_position = max(power[1] - from_angles, 1e-4 * from_angles) / max(unit[1][1], 1e-300)
-    scale = np.sqrt(np.diag(moments.S)[9:12].mean() / moments.weight)
-    return max(np.sqrt(var_angle), 1e-9), max(np.sqrt(var_position), 1e-9 * max(scale, 1.0))
+    units = [M @ pose_noise_covariance(rotations, ids, *unit) @ M.T for unit in ((1, 0), (0, 1))]
+    S_r = M @ moments.S @ M.T / max(moments.weight, 1e-300)
+    position_rows = np.tile(np.repeat([False, True], 3), len(M) // 6)
+    angle_power = np.trace(units[0][position_rows][:, position_rows])
+    scale = np.trace(S_r) / max(np.trace(units[0]) + np.trace(units[1]), 1e-300)
+    theta = np.square(level) if level is not None else np.array([scale, scale])
+    for _ in range(iterations):
+        floor = np.array([1e-18, 1e-4 * theta[0] * angle_power / max(np.trace(units[1]), 1e-300)])
+        C = theta[0] * units[0] + theta[1] * units[1]
+        whitened = [np.linalg.solve(C, U) for U in units]
+        fisher = np.array([[np.sum(Wa * Wb.T) for Wb in whitened] for Wa in whitened])
+        target = np.array([np.sum(W * np.linalg.solve(C, S_r).T) for W in whitened])
+        updated = np.maximum(np.linalg.solve(fisher, target), floor)
+        converged = np.all(np.abs(updated - theta) <= 1e-10 * theta)
+        theta = updated
+        if converged:
+            break
+    position_scale = np.sqrt(np.diag(moments.S)[9:12].mean() / max(moments.weight, 1e-300))
+    return max(np.sqrt(theta[0]), 1e-9), max(np.sqrt(theta[1]), 1e-9 * max(position_scale, 1.0))
 
 
 @dataclass(frozen=True)
@@ -586,7 +628,7 @@ def _fit_pose_frames(
     n_each, n = 6 * len(movers), 12 * len(ids) + 1
     s = 12 * ids.index(reference_id)
     L = _factor(moments.S)
-    Sigma = pose_noise_covariance(R_bar, ids, *level)
+    Sigma = pose_noise_covariance(rotation_moments(moments), ids, *level)
     Pi = {r: _tangent_coordinates(R_bar[r]) for r in movers}
 
     def apply(base: Frames, x: np.ndarray) -> Frames:
@@ -679,13 +721,13 @@ def refine_grasps_from_poses(
     frames = [dict(initial.T_s_i), homes]
     level = noise
     if level is None:
-        level = _pose_noise(pose_constraints(*frames, R_bar, ids, reference_id), moments, R_bar)
+        level = _pose_noise(pose_constraints(*frames, R_bar, ids, reference_id), moments)
     for iteration in range(noise_iterations + 1):
         frames, information = _fit_pose_frames(
             moments, reference_id, frames, R_bar, level, common_gravity if gravity else None
         )
         if iteration < noise_iterations:
-            level = _pose_noise(pose_constraints(*frames, R_bar, ids, reference_id), moments, R_bar)
+            level = _pose_noise(pose_constraints(*frames, R_bar, ids, reference_id), moments, level)
     T, homes = frames
     n = 6 * (len(ids) - 1)
     covariance = covariance_from_information(information)[:n, :n]
@@ -720,7 +762,8 @@ def residual_map_of(
         )
     R_bar = mean_rotations(moments)
     M = pose_constraints(kinematics.T_s_i, kinematics.T_s0_i0, R_bar, ids, kinematics.reference_id)
-    return gls_residual_map(M, pose_noise_covariance(R_bar, ids, *kinematics.pose_noise))
+    Sigma = pose_noise_covariance(rotation_moments(moments), ids, *kinematics.pose_noise)
+    return gls_residual_map(M, Sigma)
 
 
 def robust_weights(norms: np.ndarray, typical: float, loss: str, scale: float) -> np.ndarray:

@@ -257,19 +257,14 @@ def test_spring_damper_hand_transmits_the_profile_and_resists_motion():
 def test_simulate_command_writes_bag_scenario_and_ground_truth(tmp_path, capsys):
     """``inertia_estimation simulate`` on an aerial scenario: the bag, the resolved scenario
     and the ground-truth constants, and the real-time factor printed."""
-    import argparse
-
     import yaml
 
-    from inertia_estimation_ros.commands import simulate
+    from inertia_estimation_ros import cli
 
     path = tmp_path / "aerial.yaml"
     path.write_text(yaml.safe_dump(scenario(duration=0.3)))
     out = tmp_path / "out"
-    args = argparse.Namespace(
-        scenario=path, out=out, storage="mcap", seed=None, no_ground_truth=False
-    )
-    assert simulate.run(args) == 0
+    assert cli.main(["simulate", str(path), "--out", str(out)]) == 0
     assert "real-time factor" in capsys.readouterr().out
     assert "/robot_3/rotor_speeds" in bag_topics(out / "bag")
     truth = yaml.safe_load((out / "ground_truth.yaml").read_text())

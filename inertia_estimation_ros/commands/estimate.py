@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from .lazy import lazy_module
+
+np = lazy_module("numpy")  # loads on first use: arguments are checked first
 
 GRASP_TOPIC = re.compile(r"^/([^/]+)/grasp_state$")  # a robot's, not /ground_truth/<id>/...
 GRASP_TYPE = "inertia_estimation_ros/msg/GraspState"
@@ -172,7 +175,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--json",
         action="store_true",
         help="print the final estimate as one JSON document instead of the table (schema: "
-        "the README's 'estimate --json' section)",
+        "docs/command-line.md, 'estimate --json')",
     )
     parser.add_argument("--report", type=Path, help="also write the report into this folder")
     parser.add_argument(
@@ -192,8 +195,8 @@ def add_bag_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--period",
         type=positive_seconds,
-        default=5.0,
-        help="seconds of bag time between solves of the history (default 5)",
+        help="seconds of bag time between solves of the history (default 5; with a report, "
+        "from the bag's length: about 12 points for the convergence plot, at most 5 s apart)",
     )
 
 
@@ -203,9 +206,29 @@ def positive_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not (np.isfinite(value) and value > 0):
+    if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds > 0")
     return value
+
+
+def history_period(duration: float, solves: int = 12, longest: float = 5.0) -> float:
+    """The default period of the history's solves for a bag of ``duration`` seconds: about
+    ``solves`` solves, rounded up to 1, 2 or 5 times a power of ten, at most ``longest``
+    (a short bag still gets a convergence curve, not one point)."""
+    target = max(duration, 1e-3) / solves
+    scale = 10.0 ** math.floor(math.log10(target))
+    step = min(s * scale for s in (1, 2, 5, 10) if s * scale >= target * (1 - 1e-9))
+    return min(step, longest)
+
+
+def bag_problem(path: Path) -> str:
+    """What is plainly wrong with the bag argument ('' if nothing), found before the numerics
+    load: a path that does not exist."""
+    if not path.exists():
+        return (
+            f"{path} does not exist: give a rosbag2 folder (or the folder `simulate --out` wrote)"
+        )
+    return ""
 
 
 def bag_folder(path: Path) -> Path:
@@ -218,9 +241,9 @@ def bag_folder(path: Path) -> Path:
 def run_on_bag(args: argparse.Namespace) -> BagRun:
     """``estimate_bag`` with the command line's parameters and a progress bar."""
     from threadpoolctl import threadpool_limits
-    from tqdm import tqdm
 
     from ..bags import bag_duration
+    from .progress import progress_bar
 
     parameters = coordinator_parameters(args.config) if args.config else {}
     if args.robots:
@@ -229,15 +252,17 @@ def run_on_bag(args: argparse.Namespace) -> BagRun:
         parameters["reference_robot"] = args.reference
     args.bag = bag_folder(args.bag)
     duration = bag_duration(args.bag)
+    plotting = bool(getattr(args, "report", None)) or args.command == "report"
+    period = args.period or (history_period(duration) if plotting else 5.0)
     with (
-        tqdm(total=round(duration, 1), unit="bag s", desc="estimate") as bar,
+        progress_bar(round(duration, 1), "bag s", "estimate") as bar,
         threadpool_limits(limits=1, user_api="blas"),  # the coordinator's setting
     ):
 
         def advance(seconds: float) -> None:
             bar.update(round(seconds, 1) - bar.n)
 
-        result = estimate_bag(args.bag, parameters, args.period, advance)
+        result = estimate_bag(args.bag, parameters, period, advance)
         bar.update(bar.total - bar.n)
     return result
 
@@ -248,6 +273,10 @@ def run(args: argparse.Namespace) -> int:
     problem = args.report and report_folder_problem(args.report, args.force)
     if problem:
         print(f"error: {problem}")
+        return 2
+    problem = bag_problem(args.bag)  # before the numerics load: a quick answer
+    if problem:
+        print(json.dumps({"error": problem}) if args.json else f"error: {problem}")
         return 2
     try:
         result = run_on_bag(args)
@@ -293,7 +322,7 @@ def _finite(value: Any) -> Any:
 
 
 def estimate_document(result: BagRun, bag: Path) -> dict[str, Any]:
-    """The final estimate as JSON-ready data (the README documents the schema): validity,
+    """The final estimate as JSON-ready data (docs/command-line.md documents the schema): validity,
     every quantity with its covariance (null where not valid), advice, refusals, and the
     comparison with the ground truth when the bag has it."""
     from ..core.cooperative.payload_properties import payload_properties

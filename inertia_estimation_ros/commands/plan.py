@@ -21,7 +21,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from .lazy import lazy_module
+
+np = lazy_module("numpy")  # loads on first use: arguments are checked first
 
 EXIT_REFUSED = 2
 
@@ -64,7 +66,19 @@ def _estimate_from_bag(path: Path, topic: str) -> Any:
     return last
 
 
+def missing_inputs(*paths: Path | None) -> str:
+    """'no file ...' for the first input path that does not exist ('' if all do), checked
+    before the planner's imports so that a typo is answered at once."""
+    missing = [p for p in paths if p is not None and not p.exists()]
+    return f"no file {missing[0]}" if missing else ""
+
+
 def run(args: argparse.Namespace) -> int:
+    problem = missing_inputs(args.objects, args.estimate_bag)
+    if problem:
+        print(f"plan refused: {problem}")
+        return EXIT_REFUSED
+
     import yaml
 
     from ..core.consistency import ConsistencyError

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from .lazy import lazy_module
+
+np = lazy_module("numpy")  # loads on first use: arguments are checked first
 
 PLOTS = ("convergence.png", "residuals.png", "excitation.png")
 SOURCES = {
@@ -214,20 +216,25 @@ def plot_convergence(
     fig, axes = plt.subplots(rows, columns, figsize=(5 * columns, 2.4 * rows), squeeze=False)
     for ax, name in zip(axes.flat, names, strict=False):
         t, value, std = series[name]
-        ax.plot(t - t0, value, "C0.-", label=source)
-        ax.fill_between(t - t0, value - std, value + std, color="C0", alpha=0.25, label="+-1 sigma")
+        # Against the truth, the error itself: its size reads off the axis directly.
+        true = truth_series[name][1][0] if name in truth_series else 0.0
+        ax.plot(t - t0, value - true, "C0.-", label=source)
+        low, high = value - std - true, value + std - true
+        ax.fill_between(t - t0, low, high, color="C0", alpha=0.25, label="+-1 sigma")
         if name in recorded:
             t_live, v_live, _ = recorded[name]
-            ax.plot(t_live - t0, v_live, "C1-", lw=0.8, label="live")
+            ax.plot(t_live - t0, v_live - true, "C1-", lw=0.8, label="live")
         if name in truth_series:
-            ax.axhline(truth_series[name][1][0], color="k", ls="--", lw=0.8, label="truth")
-        ax.set_title(name, fontsize=9)
+            ax.axhline(0.0, color="k", ls="--", lw=0.8, label="truth")
+        ax.ticklabel_format(axis="y", useOffset=False)  # plain tick labels, no "1e-5+0.7"
+        ax.set_title(f"{name}: error" if name in truth_series else name, fontsize=9)
         ax.set_xlabel("time [s]", fontsize=8)
     for ax in list(axes.flat)[len(names) :]:
         ax.set_visible(False)
     if names:
         axes.flat[0].legend(fontsize=7)
-    fig.suptitle("Convergence of the estimate (shaded: +-1 sigma)")
+    against = " minus the truth" if truth_series else ""
+    fig.suptitle(f"Convergence of the estimate{against} (shaded: +-1 sigma)")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -487,9 +494,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .estimate import INPUT_ERRORS, run_on_bag
+    from .estimate import INPUT_ERRORS, bag_problem, run_on_bag
 
-    problem = report_folder_problem(args.out, args.force)
+    problem = report_folder_problem(args.out, args.force) or bag_problem(args.bag)
     if problem:
         print(f"error: {problem}")
         return 2

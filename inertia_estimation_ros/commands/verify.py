@@ -11,13 +11,20 @@ from pathlib import Path
 
 
 def run(args: argparse.Namespace) -> int:
+    from .plan import EXIT_REFUSED, missing_inputs
+
+    problem = missing_inputs(args.plan, args.objects)
+    if problem:
+        print(f"verify refused: {problem}")
+        return EXIT_REFUSED
+
     import yaml
 
     from ..core.consistency import ConsistencyError
     from ..core.planning.objects import PolytopeError
     from ..core.planning.session import PlanOutcome, load_plan, verify_plan
     from ..sim.scenario import ScenarioError
-    from .plan import EXIT_REFUSED, objects_from_spec
+    from .plan import objects_from_spec
 
     try:
         plan, spec = load_plan(args.plan)

@@ -17,13 +17,13 @@ time. ``Graph.under(namespace)`` pushes the whole graph into a namespace (a seco
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
 
+from ..data import data_file, data_roots  # noqa: F401 (re-exported)
 from .nodes import NODES, node_interface
 from .parameters import Param
 
@@ -84,30 +84,6 @@ class Graph:
         sections = {s.fqn: {"ros__parameters": s.parameters} for s in self.nodes}
         path.write_text(yaml.safe_dump(sections, sort_keys=False))
         return path
-
-
-def data_roots() -> list[Path]:
-    """Where the package's data folders (config/, launch/, rviz/) are: the source tree, the
-    ament index's share folder (a colcon install), then this prefix's ``share/<package>``."""
-    roots = [Path(__file__).resolve().parents[2]]
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        roots.append(Path(get_package_share_directory(PACKAGE)))
-    except (ImportError, LookupError, OSError):  # not installed, or no ament index at all
-        pass
-    return roots + [Path(sys.prefix) / "share" / PACKAGE]
-
-
-def data_file(name: str | Path, folder: str) -> Path:
-    """A file given by path (absolute, or relative to the working directory) or by its name in
-    the package's ``folder`` (e.g. ``config``); FileNotFoundError lists where it looked."""
-    path = Path(name).expanduser()
-    candidates = [path] + ([] if path.is_absolute() else [r / folder / path for r in data_roots()])
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate.resolve()
-    raise FileNotFoundError(f"no file {name} (looked at {', '.join(map(str, candidates))})")
 
 
 def _flatten(values: dict, prefix: str = "") -> dict[str, object]:

@@ -1,0 +1,83 @@
+"""The newcomer's frictions (issue 18, item 3): bare scenario names, ``simulate --list``, a
+progress bar in units per wall second, a history period from the bag's length, and bad
+arguments answered before the numerics load (the time it takes is measured in
+bench/bench_cli.py, not here)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inertia_estimation_ros.commands.estimate import history_period
+from inertia_estimation_ros.commands.progress import speed_text
+from inertia_estimation_ros.commands.simulate import scenario_list
+from inertia_estimation_ros.data import SCENARIOS, data_file, shipped_scenarios
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_bare_scenario_names_resolve_with_or_without_yaml():
+    expected = ROOT / "config/scenarios/test_graph.yaml"
+    assert data_file("test_graph", SCENARIOS) == expected
+    assert data_file("test_graph.yaml", SCENARIOS) == expected
+    assert data_file(expected, SCENARIOS) == expected
+    with pytest.raises(FileNotFoundError, match="no file no_such_scenario"):
+        data_file("no_such_scenario", SCENARIOS)
+
+
+def test_simulate_list_marks_the_smallest_scenario(monkeypatch):
+    """``simulate --list`` runs in test_readme.py; here its choice of the smallest."""
+    entries = shipped_scenarios()
+    assert [e.name for e in entries] == sorted(p.stem for p in (ROOT / SCENARIOS).glob("*.yaml"))
+    durations = {"test_graph": 3.9}
+    monkeypatch.setattr(
+        "inertia_estimation_ros.sim.scenario.load_scenario",
+        lambda path: type("S", (), {"duration": durations.get(Path(path).stem, 10.0)}),
+    )
+    lines = {line.split()[0]: line for line in scenario_list().splitlines()[1:-1]}
+    assert set(lines) == {e.name for e in entries}
+    assert [name for name, line in lines.items() if "smallest" in line] == ["test_graph"]
+    assert all(len(line.split(" s  ", 1)[1]) > 20 for line in lines.values())  # a purpose
+
+
+def test_bad_arguments_are_answered_before_the_numerics_load(tmp_path):
+    """In a fresh process, as from a shell: no numpy, MuJoCo or rclpy before the answer."""
+    cases = [
+        (["simulate", "no_such_scenario"], "simulate --list"),
+        (["simulate"], "name a scenario"),
+        (["estimate", str(tmp_path / "nothing")], "does not exist"),
+        (["report", str(tmp_path / "nothing"), "--out", str(tmp_path / "r")], "does not exist"),
+        (["plan", str(tmp_path / "none.yaml")], "plan refused: no file"),
+        (["verify", str(tmp_path / "none.npz")], "verify refused: no file"),
+    ]
+    script = (
+        "import sys; from inertia_estimation_ros import cli\n"
+        f"for argv in {[argv for argv, _ in cases]!r}:\n"
+        "    assert cli.main(argv) == 2, argv\n"
+        "loaded = {n for n, m in list(sys.modules.items()) if type(m).__name__ != '_LazyModule'}\n"
+        "heavy = {'numpy', 'mujoco', 'rclpy', 'scipy', 'cvxpy'} & loaded\n"
+        "assert not heavy, heavy\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    for _, message in cases:
+        assert message in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("duration", "period"), [(3.9, 0.5), (14.9, 2.0), (67.5, 5.0), (310.5, 5.0), (0.5, 0.05)]
+)
+def test_the_report_history_period_follows_the_bag_length(duration, period):
+    assert history_period(duration) == pytest.approx(period)
+    assert duration / history_period(duration) >= 7 or history_period(duration) == 5.0
+
+
+def test_progress_reads_units_per_wall_second():
+    assert speed_text(10.0, 4.0) == "2.50"  # never inverted to "s/unit"
+    assert speed_text(0.5, 4.0) == "0.12"
+    assert speed_text(0.0, 0.0) == "?"

@@ -189,4 +189,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from doc_page import benchmark_page  # the tables into docs/benchmarks/aerial.md
+
+    with benchmark_page("aerial"):
+        main()

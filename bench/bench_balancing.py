@@ -194,4 +194,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from doc_page import benchmark_page  # the tables into docs/benchmarks/balancing.md
+
+    with benchmark_page("balancing"):
+        main()

@@ -155,4 +155,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from doc_page import benchmark_page  # the tables into docs/benchmarks/calibration.md
+
+    with benchmark_page("calibration"):
+        main()

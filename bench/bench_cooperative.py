@@ -630,4 +630,7 @@ def _merge(store, values):
 
 
 if __name__ == "__main__":
-    main()
+    from doc_page import benchmark_page  # the tables into docs/benchmarks/cooperative.md
+
+    with benchmark_page("cooperative"):
+        main()

@@ -185,4 +185,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from doc_page import benchmark_page  # the tables into docs/benchmarks/coordinator.md
+
+    with benchmark_page("coordinator"):
+        main()

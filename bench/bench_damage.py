@@ -70,4 +70,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from doc_page import benchmark_page  # the tables into docs/benchmarks/damage.md
+
+    with benchmark_page("damage"):
+        main()

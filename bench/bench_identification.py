@@ -487,4 +487,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from doc_page import benchmark_page  # the tables into docs/benchmarks/identification.md
+
+    with benchmark_page("identification"):
+        main()

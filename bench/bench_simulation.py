@@ -113,4 +113,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from doc_page import benchmark_page  # the tables into docs/benchmarks/simulation.md
+
+    with benchmark_page("simulation"):
+        main()

@@ -153,4 +153,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from doc_page import benchmark_page  # the tables into docs/benchmarks/tools.md
+
+    with benchmark_page("tools"):
+        main()

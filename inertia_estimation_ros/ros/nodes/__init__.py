@@ -45,7 +45,8 @@ def node_interface(executable: str) -> NodeInterface:
 
 
 def readme_tables() -> str:
-    """The README's node tables (between its ``<!-- nodes:begin -->`` and ``end`` markers)."""
+    """The node tables of docs/nodes.md (between its ``<!-- nodes:begin -->`` and ``end``
+    markers; ``make readme`` writes them)."""
     return "\n".join(markdown(node_interface(executable)) for executable in sorted(NODES))
 
 
@@ -53,7 +54,7 @@ README_MARKERS = ("<!-- nodes:begin -->", "<!-- nodes:end -->")
 
 
 def update_readme(text: str) -> str:
-    """``text`` (the README) with the tables between ``README_MARKERS`` regenerated."""
+    """``text`` (docs/nodes.md) with the tables between ``README_MARKERS`` regenerated."""
     begin, end = README_MARKERS
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)

@@ -132,3 +132,18 @@ def test_the_guide_renders_without_warnings_and_its_links_resolve(tmp_path):
             resolved = (page.parent / target).resolve()
             if not resolved.exists():
                 assert str(resolved.relative_to(tmp_path)) in pending, f"{page}: {target}"
+
+
+def test_every_message_field_is_documented():
+    """docs/messages.md names every message and every field of msg/*.msg."""
+    page = (ROOT / "docs" / "messages.md").read_text()
+    missing = []
+    for definition in sorted((ROOT / "msg").glob("*.msg")):
+        if f"`{definition.stem}`" not in page:
+            missing.append(definition.stem)
+        for line in definition.read_text().splitlines():
+            fields = line.split("#")[0].split()
+            if len(fields) >= 2 and "=" not in line.split("#")[0]:
+                if f"`{fields[1]}`" not in page:
+                    missing.append(f"{definition.stem}.{fields[1]}")
+    assert not missing, f"document in docs/messages.md: {missing}"

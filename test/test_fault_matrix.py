@@ -9,7 +9,7 @@ outcome expected:
   the advice names the robot, the count and the cause;
 * ``invalid``: no quantity valid; the advice names the robot and the cause.
 
-The README's reliability section prints this matrix. The last test: the final solve does
+docs/reliability.md prints this matrix. The last test: the final solve does
 not depend on the schedule of the solves before it."""
 
 from __future__ import annotations

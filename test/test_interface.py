@@ -1,4 +1,4 @@
-"""ros.interface: node descriptions render to the README's tables."""
+"""ros.interface: node descriptions render to the node tables of docs/nodes.md."""
 
 from __future__ import annotations
 

@@ -38,8 +38,9 @@ def page_text(name: str, command: str, output: str, when: str) -> str:
     """The Markdown page of one benchmark run."""
     return (
         f"# Benchmark: {name}\n\n"
-        f"Written by `{command}` on {when} ({os.cpu_count()} cores; timings vary 2-3x with the\n"
-        "machine's load). Do not edit: run the benchmark again to update this page.\n\n"
+        f"Written by `{command}` on {when} ({os.cpu_count()} cores, load average "
+        f"{os.getloadavg()[0]:.1f};\ntimings vary 2-3x with the machine's load). Do not edit: run "
+        "the benchmark again to update this page.\n\n"
         f"```\n{output.rstrip()}\n```\n"
     )
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import pathlib
 import re
-import sys
 
 import pytest
 
@@ -119,9 +118,9 @@ def test_docs_pages_link_to_existing_files(page):
 
 
 def test_the_guide_renders_without_warnings_and_its_links_resolve(tmp_path):
-    sys.path.insert(0, str(ROOT / "tools"))
-    import build_docs
+    from test_troubleshooting import load_tool
 
+    build_docs = load_tool("build_docs")
     warnings = build_docs.build(tmp_path, guide_only=True)
     assert not warnings, warnings
     pages = sorted(tmp_path.rglob("*.html"))

@@ -74,6 +74,12 @@ def missing_inputs(*paths: Path | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..data import data_file
+
+    try:  # a path, or a bare name in the package's config/planning/ (e.g. tall_box)
+        args.objects = data_file(args.objects, "config/planning")
+    except FileNotFoundError:
+        pass  # refused just below, naming the path as given
     problem = missing_inputs(args.objects, args.estimate_bag)
     if problem:
         print(f"plan refused: {problem}")
@@ -148,7 +154,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("objects", type=Path, help="YAML object description (see above)")
+    parser.add_argument(
+        "objects",
+        type=Path,
+        help="YAML object description (see above): a path or a name in "
+        "config/planning/, e.g. tall_box",
+    )
     parser.add_argument("--out", type=Path, help="save the certified plan here (.npz)")
     parser.add_argument("--estimate-bag", type=Path, help="bag with PayloadEstimate messages")
     parser.add_argument("--topic", default="/payload_estimate", help="its estimate topic")

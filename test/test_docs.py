@@ -127,7 +127,9 @@ def test_the_guide_renders_without_warnings_and_its_links_resolve(tmp_path):
     assert (tmp_path / "guide.html") in pages and (tmp_path / "guide" / "concepts.html") in pages
     pending = {build_docs.html_of(build_docs.module_of(ROOT / "docs" / p)) for p in PENDING_PAGES}
     for page in pages:
-        for target in re.findall(r'href="([^"#:$]+\.html)(?:#[^"]*)?"', page.read_text()):
+        for target in re.findall(
+            r'href="([^"#:$]+\.(?:html|md|png))(?:#[^"]*)?"', page.read_text()
+        ):
             resolved = (page.parent / target).resolve()
             if not resolved.exists():
                 assert str(resolved.relative_to(tmp_path)) in pending, f"{page}: {target}"

@@ -43,15 +43,17 @@ def html_of(module: str) -> str:
     return module.replace(".", "/") + ".html"
 
 
-def rewrite_links(text: str, page: Path) -> str:
-    """``[x](other.md#anchor)`` -> the rendered page of other.md, relative to this one's."""
+def rewrite_links(text: str, page: Path, out: Path) -> str:
+    """``[x](other.md#anchor)`` -> the rendered page of other.md, relative to this one's; a
+    Markdown file outside docs/ (the README) -> that file, relative to the rendered page."""
     here = Path(html_of(module_of(page))).parent
 
     def replace(match: re.Match) -> str:
         target = (page.parent / match.group(2)).resolve()
-        if not target.is_relative_to(DOCS):
-            return match.group(0)
-        rendered = os.path.relpath(html_of(module_of(target)), here)
+        if target.is_relative_to(DOCS):
+            rendered = os.path.relpath(html_of(module_of(target)), here)
+        else:
+            rendered = os.path.relpath(target, (out / here).resolve())
         return f"{match.group(1)}{rendered}{match.group(3) or ''}{match.group(4)}"
 
     return LINK.sub(replace, text)
@@ -71,7 +73,7 @@ def write_guide(source: Path, out: Path) -> list[str]:
         folder = source.joinpath(*parts[:-1]) if not is_package else source.joinpath(*parts)
         folder.mkdir(parents=True, exist_ok=True)
         file = folder / ("__init__.py" if is_package else f"{parts[-1]}.py")
-        file.write_text(f"__doc__ = {rewrite_links(page.read_text(), page)!r}\n")
+        file.write_text(f"__doc__ = {rewrite_links(page.read_text(), page, out)!r}\n")
     for folder in [source / "guide", *(source / "guide").rglob("*")]:  # packages need a file
         if folder.is_dir() and not (folder / "__init__.py").exists():
             (folder / "__init__.py").write_text('"""Pages of this folder."""\n')

@@ -3,7 +3,7 @@ in its source, with what to do and where it comes from.
 
 The package's rule for messages is "<what is wrong>: <what to do>", so this page is generated
 from the source: every string literal (f-strings with their fields shown as ``…``) whose text
-has ": " followed by an instruction. ``test/test_troubleshooting.py`` fails when the page is
+has ": " or "; " followed by an instruction. ``test/test_troubleshooting.py`` fails when the page is
 out of date; ``make readme`` rewrites it (with the node tables).
 
     .venv/bin/python tools/troubleshooting.py [--check]
@@ -24,9 +24,9 @@ PAGE = ROOT / "docs" / "troubleshooting.md"
 VERBS = (
     "add call calibrate change check choose drop fix give hold increase install keep let lift "
     "lower move name pass publish raise record reduce remove replay report restart rotate run "
-    "see send set shorten start tilt try use wait write"
+    "see send set shorten start synchronize tilt try use wait write"
 ).split()
-INSTRUCTION = re.compile(r":\s+(?:or\s+)?(?:" + "|".join(VERBS) + r")\b")
+INSTRUCTION = re.compile(r"[:;]\s+(?:or\s+)?(?:" + "|".join(VERBS) + r")\b")
 AREAS = (  # (path prefix under the package, section title, where the message appears)
     (
         ("core/cooperative/", "core/team_pipeline.py"),

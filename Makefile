@@ -3,7 +3,7 @@
 #   make setup   .venv with pinned wheels; messages built by this package's own CMakeLists.txt
 #   make test    lint + the whole test suite (runs setup first), then test-compat:
 #                the core and node tests on numpy 1.26 / scipy 1.11 (.venv-compat)
-#   make bench   every benchmark under bench/, printing its table
+#   make bench   every benchmark under bench/, printing its tables into docs/benchmarks/
 #   make mutants named mutants of core/ and ros/conversions.py (tools/mutants.py): survivors
 #   make demo    the main job (see README)
 #   make readme  regenerate the generated docs: node tables (docs/nodes.md), troubleshooting

@@ -124,3 +124,31 @@ def test_two_robots_are_refused_and_a_bad_description_names_what_is_missing(push
         AerialTeamModel.from_document(document, ["robot_1", "robot_2"])
     with pytest.raises(ValueError, match=r"robots \['robot_9'\] are not described"):
         AerialTeamModel.from_document(scenario.ground_truth_document(), ["robot_9"])
+
+
+def test_estimate_command_on_an_aerial_bag_prints_errors_and_writes_the_plots(
+    push_run, tmp_path, capsys
+):
+    """`inertia_estimation estimate <simulate's folder> --report` on 1.2 s of hover: the team
+    description comes from the ground_truth.yaml beside the bag; the table has the wrench's
+    RMSE per axis against the truth and the tensions' per robot; the report has both plots.
+    Without a team description the command says what to give."""
+    import yaml
+
+    from inertia_estimation_ros.cli import main
+    from inertia_estimation_ros.sim.aerial.topics import write_aerial_bag
+
+    scenario, r = push_run
+    write_aerial_bag(_head(r, 1.2), tmp_path / "bag")
+    (tmp_path / "ground_truth.yaml").write_text(yaml.safe_dump(scenario.ground_truth_document()))
+    assert main(["estimate", str(tmp_path), "--report", str(tmp_path / "report")]) == 0
+    out = capsys.readouterr().out
+    print(out)
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line[:2] in ("F_", "M_")}
+    assert float(rows["F_x"][1]) < 0.05 and float(rows["M_z"][1]) < 0.01
+    assert "tension robot_3: mean 0.9" in out and "degraded: never" in out
+    assert (tmp_path / "report" / "human_wrench.png").stat().st_size > 10_000
+    assert (tmp_path / "report" / "tensions.png").exists()
+    write_aerial_bag(_head(r, 0.1), tmp_path / "alone" / "bag")
+    assert main(["estimate", str(tmp_path / "alone" / "bag")]) == 2
+    assert "give --team" in capsys.readouterr().out

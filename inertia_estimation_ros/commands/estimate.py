@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from . import estimate_aerial
+
 GRASP_TOPIC = re.compile(r"^/([^/]+)/grasp_state$")  # a robot's, not /ground_truth/<id>/...
 GRASP_TYPE = "inertia_estimation_ros/msg/GraspState"
 TRUTH_TOPIC = "/ground_truth/payload"
@@ -178,6 +180,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--force", action="store_true", help="overwrite the report already in --report"
     )
+    estimate_aerial.add_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -243,6 +246,7 @@ def run_on_bag(args: argparse.Namespace) -> BagRun:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..bags import bag_topics
     from .report import comparison_table, report_folder_problem, write_report
 
     problem = args.report and report_folder_problem(args.report, args.force)
@@ -250,6 +254,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {problem}")
         return 2
     try:
+        if estimate_aerial.is_aerial_bag(bag_topics(bag_folder(args.bag))):
+            return estimate_aerial.run_aerial(args, bag_folder(args.bag))
         result = run_on_bag(args)
         if args.json:
             print(json.dumps(estimate_document(result, args.bag), indent=1, allow_nan=False))

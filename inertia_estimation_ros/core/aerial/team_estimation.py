@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..inertial import InertialParameters
 from ..spatial import log3
 from .allocation import E3, GRAVITY
 from .cables import RigidBodyState, attach_accelerations, attach_points, cable_states
@@ -186,6 +187,14 @@ class AerialTeamEstimator:
         self._payload_pose: tuple[float, np.ndarray, np.ndarray] | None = None
         self._payload_twist_time = -np.inf
         self.counters: Counter[str] = Counter()
+
+    def use_payload(self, params: InertialParameters) -> None:
+        """Estimate the human wrench with these payload parameters (in the mocap frame L,
+        e.g. identified in flight, ``identification.py``): mass, CoM c and the inertia about
+        it; the wrench's moment is then about c."""
+        self.human = HumanWrenchEstimator(
+            self.model.attach_points - params.com, params.mass, params.inertia_about_com
+        )
 
     # ----- input ------------------------------------------------------------------------
     def payload_pose(self, t: float, x: np.ndarray, R: np.ndarray) -> None:

@@ -25,10 +25,14 @@ def team_model(scenario, mass_scale: float = 1.0) -> AerialTeamModel:
 
 
 def feed(
-    estimator: AerialTeamEstimator, r, damage: Damage | None = None
+    estimator: AerialTeamEstimator,
+    r,
+    damage: Damage | None = None,
+    each: Callable[[AerialTeamEstimate], None] | None = None,
 ) -> list[AerialTeamEstimate]:
     """One estimate per sample of the run ``r`` (an ``AerialResult``). ``damage(q, kind, k,
-    value)`` may replace a robot's message (kind 'pose', 'twist', 'rotors'; None drops it)."""
+    value)`` may replace a robot's message (kind 'pose', 'twist', 'rotors'; None drops it);
+    ``each`` sees every estimate as it is made."""
 
     def damaged(q: int, kind: str, k: int, value):
         return value if damage is None else damage(q, kind, k, value)
@@ -50,6 +54,8 @@ def feed(
             if rotors is not None:
                 estimator.rotor_speeds(rid, t, rotors)
         out.append(estimator.estimate(t))
+        if each is not None:
+            each(out[-1])
     return out
 
 

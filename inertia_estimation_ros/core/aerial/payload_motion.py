@@ -93,6 +93,10 @@ class PayloadMotionFilter:
         return self._linear.P[2, 2] < 1e3 and self._angular.P[1, 1] < 1e3
 
     @property
+    def velocity(self) -> np.ndarray:
+        return self._linear.x[1].copy()
+
+    @property
     def accel(self) -> np.ndarray:
         return self._linear.x[2].copy()
 

@@ -101,3 +101,69 @@ def test_two_robots_are_refused_at_start_up(ros_context, tmp_path):
     team.write_text(yaml.safe_dump(document))
     with pytest.raises(ParameterError, match="not observable"):
         _coordinator(ros_context, robots=ROBOTS[:2], team_description=str(team))
+
+
+def test_onboard_tensions_from_the_robots_give_the_wrench(ros_context):
+    """tension_source onboard: the robots publish their own CableTensions (a hovering team's,
+    0.278 kg on three cables) and the payload's mocap; the coordinator runs no UKF and reports
+    no contact with a wrench of zero within 1e-9 N (the tensions balance the weight exactly)."""
+    from geometry_msgs.msg import PoseStamped, TwistStamped
+
+    from inertia_estimation_ros.core.aerial.allocation import E3, GRAVITY, CableAllocation
+    from inertia_estimation_ros.core.spatial import transform
+    from inertia_estimation_ros.ros.conversions import to_pose, to_time, to_vector3
+    from inertia_estimation_ros.ros.interface import SENSOR_QOS
+
+    document = yaml.safe_load(data_file("aerial_team_paper002.yaml", "config").read_text())
+    rho = np.array(document["payload"]["attach_points"])
+    weight = np.concatenate([0.278 * GRAVITY * E3, np.zeros(3)])
+    vectors = CableAllocation(rho).solve(np.eye(3), weight).reshape(3, 3)
+    coordinator = _coordinator(ros_context, tension_source="onboard", mocap_timeout=1.0)
+    robots = Node("robots", context=ros_context)
+    publishers = {
+        "pose": robots.create_publisher(PoseStamped, "/payload/mocap/pose", SENSOR_QOS),
+        "twist": robots.create_publisher(TwistStamped, "/payload/mocap/twist", SENSOR_QOS),
+        **{
+            rid: robots.create_publisher(CableTensions, f"/{rid}/cable_tension", SENSOR_QOS)
+            for rid in ROBOTS
+        },
+    }
+    received = []
+    robots.create_subscription(
+        HumanWrenchEstimate, "/human_wrench_estimate", received.append, RELIABLE_QOS
+    )
+    clock = {"t": 0.0}
+
+    def publish() -> None:
+        clock["t"] += 0.02
+        stamp = to_time(clock["t"])
+        pose = PoseStamped(pose=to_pose(transform(np.eye(3), [0.0, 0.0, 1.0])))
+        pose.header.stamp = stamp
+        publishers["pose"].publish(pose)
+        twist = TwistStamped()
+        twist.header.stamp = stamp
+        publishers["twist"].publish(twist)
+        for k, rid in enumerate(ROBOTS):
+            msg = CableTensions(robot_ids=[rid], tensions=[float(np.linalg.norm(vectors[k]))])
+            msg.header.stamp = stamp
+            msg.directions = [to_vector3(vectors[k] / np.linalg.norm(vectors[k]))]
+            msg.tension_variances, msg.direction_covariances = (
+                [0.01],
+                [1e-6, 0, 0, 0, 1e-6, 0, 0, 0, 1e-6],
+            )
+            publishers[rid].publish(msg)
+
+    robots.create_timer(0.02, publish)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(coordinator)
+    executor.add_node(robots)
+    try:
+        assert spin_until(executor, lambda: len(received) > 20, timeout=60)
+    finally:
+        executor.shutdown()
+        coordinator.destroy_node()
+        robots.destroy_node()
+    last = received[-1]
+    assert not last.contact and not last.degraded, last.degraded_reasons
+    np.testing.assert_allclose(wrench_vector(last.wrench), 0.0, atol=1e-9)
+    assert coordinator.estimator.robot_counters()["robot_1"]["onboard.accepted"] > 20

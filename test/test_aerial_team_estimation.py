@@ -152,3 +152,31 @@ def test_estimate_command_on_an_aerial_bag_prints_errors_and_writes_the_plots(
     write_aerial_bag(_head(r, 0.1), tmp_path / "alone" / "bag")
     assert main(["estimate", str(tmp_path / "alone" / "bag")]) == 2
     assert "give --team" in capsys.readouterr().out
+
+
+def test_onboard_cable_estimates_replace_the_coordinators_ukfs(push_run):
+    """Robots that run their UKF onboard send (tension, xi, covariance): fed those (here the
+    coordinator's own UKF estimates), the team's wrench is the same to 1e-12; when robot_2's
+    stop, the estimate says so and keeps its last one."""
+    from inertia_estimation_ros.core.aerial.team_estimation import OnboardCable
+
+    scenario, r = push_run
+    r = _head(r, 0.6)
+    estimates = feed(AerialTeamEstimator(team_model(scenario)), r)
+    onboard = AerialTeamEstimator(team_model(scenario))
+    for q, (t, e) in enumerate(zip(r.time, estimates, strict=True)):
+        R_L = r.mocap_payload_R[q]
+        onboard.payload_pose(t, r.mocap_payload_x[q], R_L)
+        onboard.payload_twist(t, r.mocap_payload_v[q], R_L @ r.mocap_payload_Omega[q])
+        for k, rid in enumerate(r.robot_ids):
+            if rid != "robot_2" or t < 0.4:
+                cable = (e.tension[k], e.tension_std[k], e.xi[k], e.cable_covariance[k])
+                onboard.onboard_cable(rid, t, OnboardCable(*cable))
+        if q == 30:
+            ours = onboard.estimate(t)
+            np.testing.assert_allclose(ours.wrench.wrench, e.wrench.wrench, atol=1e-12)
+            np.testing.assert_allclose(ours.wrench.covariance, e.wrench.covariance, atol=1e-12)
+            assert not ours.degraded
+    reasons = onboard.estimate(r.time[-1]).reasons
+    assert len(reasons) == 1 and reasons[0].startswith("robot_2: no onboard tension for 0.2")
+    assert onboard.robot_counters()["robot_1"]["onboard.accepted"] == len(r.time)

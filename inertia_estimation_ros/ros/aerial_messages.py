@@ -10,9 +10,9 @@ from geometry_msgs.msg import WrenchStamped
 from scipy.linalg import block_diag
 from std_msgs.msg import Header
 
-from ..core.aerial.team_estimation import AerialTeamEstimate
+from ..core.aerial.team_estimation import AerialTeamEstimate, OnboardCable
 from ..msg import CableTensions, HumanWrenchEstimate
-from .conversions import to_time, to_vector3, to_wrench
+from .conversions import to_time, to_vector3, to_wrench, vector3
 from .runtime import LEVELS
 
 
@@ -41,6 +41,26 @@ def to_cable_tensions(estimate: AerialTeamEstimate, world_frame: str) -> CableTe
         tension_variances=[float(s * s) for s in estimate.tension_std],
         direction_covariances=[float(c) for c in covariances.reshape(-1)],
     )
+
+
+def onboard_cables(msg: CableTensions) -> dict[str, OnboardCable]:
+    """Each robot's entry of a ``CableTensions`` (a robot's own, from its onboard UKF), as the
+    estimator takes it: xi = -direction, the (xi, mu) covariance block-diagonal."""
+    n = len(msg.robot_ids)
+    lengths = {len(msg.tensions), len(msg.directions), len(msg.tension_variances)}
+    if lengths != {n} or len(msg.direction_covariances) != 9 * n:
+        raise ValueError(
+            f"CableTensions with {n} robot ids needs {n} tensions, directions and variances and "
+            f"{9 * n} direction covariances"
+        )
+    out = {}
+    for k, rid in enumerate(msg.robot_ids):
+        covariance = np.zeros((4, 4))
+        covariance[:3, :3] = np.reshape(msg.direction_covariances[9 * k : 9 * k + 9], (3, 3))
+        covariance[3, 3] = msg.tension_variances[k]
+        std = float(np.sqrt(max(msg.tension_variances[k], 0.0)))
+        out[rid] = OnboardCable(msg.tensions[k], std, -vector3(msg.directions[k]), covariance)
+    return out
 
 
 def to_human_wrench(

@@ -142,12 +142,24 @@ class AerialTeamEstimate:
         return self.wrench is not None
 
 
+@dataclass(frozen=True)
+class OnboardCable:
+    """A robot's own estimate of its cable (its UKF run onboard): tension [N], its std, xi
+    (robot to attach point) and the 4x4 covariance of (xi, mu)."""
+
+    tension: float
+    tension_std: float
+    cable_direction: np.ndarray
+    cable_covariance: np.ndarray
+
+
 class _RobotTrack:
     """One robot's UKF and what arrived for it."""
 
     def __init__(self, index: int, model: RobotCableModel, rotors: RotorModel):
         self.index, self.model, self.rotors = index, model, rotors
-        self.ukf: CableTensionUKF | None = None
+        self.ukf: CableTensionUKF | OnboardCable | None = None
+        self.onboard = False  # the robot estimates its cable itself (``onboard_cable``)
         self.time = -np.inf  # the UKF's state time
         self.input: np.ndarray | None = None
         self.last_input = -np.inf  # stamp of the last finite rotor speeds
@@ -159,7 +171,7 @@ class _RobotTrack:
     @property
     def all_counters(self) -> Counter[str]:
         counts = Counter(self.counters)
-        if self.ukf is not None:
+        if isinstance(self.ukf, CableTensionUKF):
             counts.update(self.ukf.counters)
         return counts
 
@@ -225,6 +237,17 @@ class AerialTeamEstimator:
             track.counters["rotor_speeds.invalid"] += 1
         if track.ukf is not None and t - track.last_mocap > self.settings.mocap_timeout:
             self._predict(track, t)
+
+    def onboard_cable(self, robot_id: str, t: float, cable: OnboardCable) -> None:
+        """A robot's own cable estimate (it runs its UKF onboard): used as it is, in place of
+        the coordinator's UKF; non-finite ones are counted and refused."""
+        track = self.tracks[robot_id]
+        values = np.r_[cable.tension, cable.tension_std, cable.cable_direction]
+        if not (np.all(np.isfinite(values)) and np.all(np.isfinite(cable.cable_covariance))):
+            track.counters["onboard.invalid"] += 1
+            return
+        track.ukf, track.onboard, track.last_mocap = cable, True, t
+        track.counters["onboard.accepted"] += 1
 
     def robot_pose(self, robot_id: str, t: float, p: np.ndarray, R: np.ndarray) -> None:
         track = self.tracks[robot_id]
@@ -389,12 +412,18 @@ class AerialTeamEstimator:
         for rid, track in self.tracks.items():
             if track.ukf is None:
                 continue
-            if t - track.last_mocap > timeout:
+            if track.onboard:
+                if t - track.last_mocap > timeout:
+                    reasons.append(
+                        f"{rid}: no onboard tension for {t - track.last_mocap:.2f} s: its last "
+                        "one is used"
+                    )
+            elif t - track.last_mocap > timeout:
                 reasons.append(
                     f"{rid}: no mocap for {t - track.last_mocap:.2f} s: its UKF coasts on the "
                     f"rotor speeds (tension sigma {track.ukf.tension_std:.2f} N)"
                 )
-            if t - track.last_input > timeout:
+            if not track.onboard and t - track.last_input > timeout:
                 reasons.append(
                     f"{rid}: no valid rotor speeds for {t - track.last_input:.2f} s "
                     f"({track.counters['rotor_speeds.invalid']} invalid): its UKF holds the "
@@ -403,7 +432,7 @@ class AerialTeamEstimator:
             if track.ukf.tension < self.settings.slack_tension:
                 reasons.append(
                     f"{rid}: cable slack (tension {track.ukf.tension:.3f} N): the taut-cable "
-                    "model of its UKF does not hold"
+                    "model of its tension estimate does not hold"
                 )
         return reasons
 

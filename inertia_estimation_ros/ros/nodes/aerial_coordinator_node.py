@@ -30,7 +30,7 @@ from ...core.aerial.team_estimation import (
     AerialTeamModel,
 )
 from ...msg import CableTensions, HumanWrenchEstimate
-from ..aerial_messages import robot_statuses, to_cable_tensions, to_human_wrench
+from ..aerial_messages import onboard_cables, robot_statuses, to_cable_tensions, to_human_wrench
 from ..conversions import pose_matrix, seconds, vector3
 from ..graph import data_file
 from ..interface import RELIABLE_QOS, SENSOR_QOS, NodeInterface, Topic
@@ -38,6 +38,7 @@ from ..parameters import Param, ParameterError, declare, unknown_parameters
 from ..runtime import run_executable
 
 _DEFAULTS = AerialEstimatorSettings()
+TENSION_SOURCES = ("coordinator", "onboard")
 
 INTERFACE = NodeInterface(
     executable="aerial_coordinator_node",
@@ -99,6 +100,13 @@ INTERFACE = NodeInterface(
             "each robot's four ESC speeds [rad/s] in `velocity` (`rotor_speeds_topic`)",
         ),
         Topic(
+            "{robot}/cable_tension",
+            "inertia_estimation_ros/msg/CableTensions",
+            "sensor",
+            "with `tension_source` onboard, instead of the three above: each robot's own "
+            "tension estimate (its entry of robot_ids)",
+        ),
+        Topic(
             "payload/mocap/pose",
             "geometry_msgs/msg/PoseStamped",
             "sensor",
@@ -121,6 +129,14 @@ INTERFACE = NodeInterface(
             "payload (mass, inertia_diagonal, attach_points): the schema of simulate's "
             "ground_truth.yaml; a path or a file in the package's config/",
             nonempty=True,
+        ),
+        Param(
+            "tension_source",
+            "string",
+            "coordinator",
+            "coordinator: one UKF per robot here, from its mocap and rotor speeds; onboard: "
+            "each robot runs its own and publishes `{robot}/cable_tension` (CableTensions)",
+            choices=TENSION_SOURCES,
         ),
         Param(
             "method",
@@ -254,6 +270,11 @@ class AerialCoordinatorNode(Node):
             TwistStamped, p.payload_twist_topic, self._payload_twist, SENSOR_QOS
         )
         for rid in p.robots:
+            if p.tension_source == "onboard":
+                self.create_subscription(
+                    CableTensions, f"{rid}/cable_tension", self._onboard, SENSOR_QOS
+                )
+                continue
 
             def pose(msg: PoseStamped, rid: str = rid) -> None:
                 T = pose_matrix(msg.pose)
@@ -273,10 +294,21 @@ class AerialCoordinatorNode(Node):
             topic = p.rotor_speeds_topic.replace("{robot}", rid)
             self.create_subscription(JointState, topic, rotors, SENSOR_QOS)
 
-    def _stamp(self, msg: PoseStamped | TwistStamped | JointState) -> float:
+    def _stamp(self, msg: PoseStamped | TwistStamped | JointState | CableTensions) -> float:
         t = seconds(msg.header.stamp)
         self._latest = max(self._latest, t)
         return t
+
+    def _onboard(self, msg: CableTensions) -> None:
+        try:
+            cables = onboard_cables(msg)
+        except ValueError as error:
+            self.get_logger().warning(f"cable_tension refused: {error}", throttle_duration_sec=5.0)
+            return
+        t = self._stamp(msg)
+        for rid, cable in cables.items():
+            if rid in self.estimator.tracks:
+                self.estimator.onboard_cable(rid, t, cable)
 
     def _payload_pose(self, msg: PoseStamped) -> None:
         T = pose_matrix(msg.pose)

@@ -54,6 +54,7 @@ CONSOLE_SCRIPTS = [
     "coordinator_node=inertia_estimation_ros.ros.nodes.coordinator_node:main",
     "robot_node=inertia_estimation_ros.ros.nodes.robot_node:main",
     "sim_node=inertia_estimation_ros.ros.nodes.sim_node:main",
+    "aerial_coordinator_node=inertia_estimation_ros.ros.nodes.aerial_coordinator_node:main",
     "planner_node=inertia_estimation_ros.ros.nodes.planner_node:main",
 ]
 

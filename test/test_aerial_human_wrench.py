@@ -220,3 +220,26 @@ def test_mujoco_push_from_three_cable_ukfs_dynamic_within_covariance_quasi_stati
     rmse = {name: np.sqrt(np.mean(np.square(e)[pushing], axis=0)) for name, e in errors.items()}
     print("push RMSE static", rmse["static"].round(4), "dynamic", rmse["dynamic"].round(4))
     assert rmse["dynamic"][0] < 0.01 < 0.05 < rmse["static"][0]
+
+
+def test_momentum_observer_converges_to_the_external_force_with_its_time_constant():
+    """A robot under thrust, gravity and a constant cable pull F (eq. 6, integrated exactly):
+    the observer's estimate is F (1 - exp(-K t)) (first order, time constant 1/K); the team's
+    eq. 39 with the observed pulls recovers the human wrench of the cable_tensions case."""
+    from inertia_estimation_ros.core.aerial.momentum_observer import (
+        MomentumObserver,
+        observer_wrench,
+    )
+
+    mass, gain, dt = 0.25, 10.0, 1e-4
+    F = np.array([0.1, -0.2, -0.9])
+    thrust = np.array([0.0, 0.3, 3.2])
+    observer = MomentumObserver(mass, gain)
+    accel = (thrust + F) / mass - GRAVITY * E3
+    for k in range(10001):
+        estimate = observer.update(k * dt, accel * k * dt, thrust)
+    np.testing.assert_allclose(estimate, F * (1 - np.exp(-gain * 1.0)), atol=1e-3)
+    tension, xi = cable_tensions(HUMAN, **{key: np.zeros(3) for key in MOTION})
+    pulls = tension[:, None] * xi  # the force of each cable on its robot
+    wrench = observer_wrench(CableAllocation(RHO_L), R_L, pulls, MASS)
+    np.testing.assert_allclose(wrench, HUMAN, atol=1e-12)

@@ -261,3 +261,26 @@ def test_a_robot_model_or_start_of_the_wrong_size_is_refused():
         RobotCableModel(0.25, np.eye(2), 1.0)
     with pytest.raises(ValueError, match="finite covariance"):
         CableTensionUKF(MODEL, hover_state(), np.eye(18))
+
+
+@pytest.mark.parametrize("scale", [0.0, 1e-9, 1e-4, 0.5, 3.0])
+def test_batched_rotation_vectors_equal_scipy(scale):
+    """The UKF's quaternion helpers (core/spatial.py) against scipy's Rotation: composition,
+    round trip and the thrust direction, for angles from 0 to near pi."""
+    from scipy.spatial.transform import Rotation
+
+    from inertia_estimation_ros.core.spatial import (
+        compose_rotation_vectors,
+        quaternions,
+        rotate_e3,
+        rotation_vectors,
+    )
+
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((20, 3))
+    a *= scale / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-300)
+    b = rng.standard_normal((20, 3)) * 0.3
+    expected = (Rotation.from_rotvec(a) * Rotation.from_rotvec(b)).as_rotvec()
+    np.testing.assert_allclose(compose_rotation_vectors(a, b), expected, atol=1e-12)
+    np.testing.assert_allclose(rotation_vectors(quaternions(a)), a, atol=1e-12)
+    np.testing.assert_allclose(rotate_e3(a), Rotation.from_rotvec(a).apply([0, 0, 1]), atol=1e-12)

@@ -33,6 +33,8 @@ LAUNCHES = {
     "sim_estimation.launch.py": ["sim_paper000.yaml", "sim_test.yaml"],
     "replay.launch.py": ["replay.yaml"],
     "gazebo_estimation.launch.py": ["gazebo_paper000.yaml"],
+    "aerial_sim.launch.py": ["sim_aerial.yaml"],
+    "aerial_team.launch.py": ["aerial_team_example.yaml"],
 }
 
 

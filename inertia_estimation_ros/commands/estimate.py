@@ -21,6 +21,8 @@ from .lazy import lazy_module
 
 np = lazy_module("numpy")  # loads on first use: arguments are checked first
 
+from . import estimate_aerial
+
 GRASP_TOPIC = re.compile(r"^/([^/]+)/grasp_state$")  # a robot's, not /ground_truth/<id>/...
 GRASP_TYPE = "inertia_estimation_ros/msg/GraspState"
 TRUTH_TOPIC = "/ground_truth/payload"
@@ -181,6 +183,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--force", action="store_true", help="overwrite the report already in --report"
     )
+    estimate_aerial.add_arguments(parser)
     parser.set_defaults(run=run)
 
 
@@ -268,6 +271,7 @@ def run_on_bag(args: argparse.Namespace) -> BagRun:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..bags import bag_topics
     from .report import comparison_table, report_folder_problem, write_report
 
     problem = args.report and report_folder_problem(args.report, args.force)
@@ -279,6 +283,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"error": problem}) if args.json else f"error: {problem}")
         return 2
     try:
+        if estimate_aerial.is_aerial_bag(bag_topics(bag_folder(args.bag))):
+            return estimate_aerial.run_aerial(args, bag_folder(args.bag))
         result = run_on_bag(args)
         if args.json:
             print(json.dumps(estimate_document(result, args.bag), indent=1, allow_nan=False))

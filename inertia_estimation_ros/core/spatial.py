@@ -158,3 +158,50 @@ def log6(T: ArrayLike) -> np.ndarray:
 def rotation_angle(R: ArrayLike) -> float:
     """The angle [rad] of a rotation matrix, in [0, pi]."""
     return float(np.linalg.norm(log3(R)))
+
+
+# ----- stacks of rotation vectors (m, 3), through unit quaternions (w, x, y, z) ------------
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a x b over the last axis (np.cross's axis handling costs more than the product)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def quaternions(phi: ArrayLike) -> np.ndarray:
+    """Unit quaternions (m, 4) of rotation vectors phi (m, 3): (cos(a/2), sin(a/2) axis)."""
+    phi = np.asarray(phi, dtype=float)
+    angle = np.sqrt(np.sum(phi * phi, axis=-1, keepdims=True))
+    # sin(a/2)/a is exact down to the smallest angles; at a = 0, phi = 0 anyway
+    return np.concatenate(
+        [np.cos(0.5 * angle), np.sin(0.5 * angle) / np.maximum(angle, 1e-300) * phi], axis=-1
+    )
+
+
+def rotation_vectors(q: ArrayLike) -> np.ndarray:
+    """Rotation vectors (m, 3), |phi| in [0, pi], of unit quaternions (m, 4)."""
+    q = np.asarray(q, dtype=float)
+    w, v = np.abs(q[..., :1]), np.copysign(1.0, q[..., :1]) * q[..., 1:]  # the short way round
+    norm = np.sqrt(np.sum(v * v, axis=-1, keepdims=True))
+    return 2.0 * np.arctan2(norm, w) / np.maximum(norm, 1e-300) * v
+
+
+def quaternion_product(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """a * b (Hamilton), broadcasting over leading axes: the rotation R_a R_b."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    aw, av = a[..., :1], a[..., 1:]
+    bw, bv = b[..., :1], b[..., 1:]
+    w = aw * bw - np.einsum("...i,...i->...", av, bv)[..., None]
+    return np.concatenate([w, aw * bv + bw * av + _cross(av, bv)], axis=-1)
+
+
+def compose_rotation_vectors(a: ArrayLike, b: ArrayLike) -> np.ndarray:
+    """log(exp(a) exp(b)) for (stacks of) rotation vectors, broadcasting."""
+    return rotation_vectors(quaternion_product(quaternions(a), quaternions(b)))
+
+
+def rotate_e3(phi: ArrayLike) -> np.ndarray:
+    """The third columns exp(phi) e3 (m, 3) (a thrust direction)."""
+    q = quaternions(phi)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return np.stack([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)], axis=-1)

@@ -21,7 +21,15 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 from scipy.stats import chi2
 
-from ..spatial import exp3, log3
+from ..spatial import (
+    compose_rotation_vectors,
+    exp3,
+    log3,
+    quaternion_product,
+    quaternions,
+    rotate_e3,
+    rotation_vectors,
+)
 from .allocation import E3, GRAVITY
 
 STATE_DIM = 19
@@ -54,31 +62,33 @@ class AttitudeManifold(EuclideanSpace):
 
     def retract(self, X: np.ndarray, dX: np.ndarray) -> np.ndarray:
         out = X + dX
-        rotations = Rotation.from_rotvec(X[..., ATTITUDE]) * Rotation.from_rotvec(dX[..., ATTITUDE])
-        out[..., ATTITUDE] = rotations.as_rotvec()
+        out[..., ATTITUDE] = compose_rotation_vectors(X[..., ATTITUDE], dX[..., ATTITUDE])
         return out
 
     def local(self, X: np.ndarray, x0: np.ndarray) -> np.ndarray:
         out = X - x0
-        relative = Rotation.from_rotvec(-x0[ATTITUDE]) * Rotation.from_rotvec(X[:, ATTITUDE])
-        out[:, ATTITUDE] = relative.as_rotvec()
+        out[:, ATTITUDE] = compose_rotation_vectors(-x0[ATTITUDE], X[:, ATTITUDE])
         return out
 
     def mean(self, X: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """The weighted mean, the attitude's by Gauss-Newton on SO(3) (Karcher mean)."""
+        """The weighted mean, the attitude's by Gauss-Newton on SO(3) (Karcher mean), started
+        from the normalized weighted sum of the sign-aligned quaternions."""
         out = weights @ X
-        rotations = Rotation.from_rotvec(X[:, ATTITUDE])
-        phi = X[0, ATTITUDE]  # (R^-1 = exp(-phi): cheaper than Rotation.inv)
+        rotations = quaternions(X[:, ATTITUDE])
+        rotations *= np.where(rotations @ rotations[0] < 0.0, -1.0, 1.0)[:, None]
+        start = weights @ rotations
+        phi = rotation_vectors(start / np.linalg.norm(start))
         for _ in range(10):
-            step = weights @ (Rotation.from_rotvec(-phi) * rotations).as_rotvec()
-            phi = (Rotation.from_rotvec(phi) * Rotation.from_rotvec(step)).as_rotvec()
+            relative = quaternion_product(quaternions(-phi), rotations)
+            step = weights @ rotation_vectors(relative)
+            phi = compose_rotation_vectors(phi, step)
             if step @ step < 1e-20:  # |step| < 1e-10 rad
                 break
         out[ATTITUDE] = phi
         return out
 
     def attitude_residual(self, phi: np.ndarray, R_measured: np.ndarray) -> np.ndarray:
-        return (Rotation.from_matrix(R_measured.T) * Rotation.from_rotvec(phi)).as_rotvec()
+        return compose_rotation_vectors(log3(R_measured.T), phi)
 
 
 @dataclass(frozen=True)
@@ -203,6 +213,7 @@ class RobotCableModel:
     mass: float
     inertia: np.ndarray
     length: float
+    inertia_inverse: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         """The inertia as given (3x3) or as its diagonal (3,)."""
@@ -214,6 +225,7 @@ class RobotCableModel:
                 f"3x3 or diagonal (3,) inertia (shape {np.shape(self.inertia)})"
             )
         object.__setattr__(self, "inertia", inertia)
+        object.__setattr__(self, "inertia_inverse", np.linalg.inv(inertia))
 
     def propagate(
         self, S: np.ndarray, u: np.ndarray, dt: float, attach_accel: np.ndarray | None = None
@@ -224,19 +236,19 @@ class RobotCableModel:
         S = np.asarray(S, dtype=float)
         X = np.atleast_2d(S)
         f, M = u[0], u[1:4]
-        R = Rotation.from_rotvec(X[:, ATTITUDE])
+        phi = X[:, ATTITUDE]
         Omega, xi, xi_dot, mu = X[:, RATE], X[:, CABLE], X[:, CABLE_RATE], X[:, TENSION]
-        thrust = f * R.apply(E3)
+        thrust = f * rotate_e3(phi)
         accel = (thrust + mu[:, None] * xi) / self.mass - GRAVITY * E3
         J = self.inertia
-        Omega_dot = np.linalg.solve(J, (M - np.cross(Omega, Omega @ J.T)).T).T
+        Omega_dot = (M - np.cross(Omega, Omega @ J.T)) @ self.inertia_inverse.T
         a_k = GRAVITY * E3 if attach_accel is None else attach_accel
         w = (thrust - self.mass * a_k) / (self.mass * self.length)
         xi_ddot = xi * _dot(xi, w) - w * _dot(xi, xi) - xi * _dot(xi_dot, xi_dot)  # [xi]^2 w
         out = np.empty_like(X)
         out[:, POSITION] = X[:, POSITION] + X[:, VELOCITY] * dt + 0.5 * accel * dt**2
         out[:, VELOCITY] = X[:, VELOCITY] + accel * dt
-        out[:, ATTITUDE] = (R * Rotation.from_rotvec(Omega * dt)).as_rotvec()
+        out[:, ATTITUDE] = compose_rotation_vectors(phi, Omega * dt)
         out[:, RATE] = Omega + Omega_dot * dt
         xi_new = xi + xi_dot * dt + 0.5 * xi_ddot * dt**2
         xi_new /= np.sqrt(_dot(xi_new, xi_new))

@@ -26,6 +26,10 @@ NODES: dict[str, tuple[str, str]] = {
     "robot_node": ("inertia_estimation_ros.ros.nodes.robot_node", "RobotNode"),
     "sim_node": ("inertia_estimation_ros.ros.nodes.sim_node", "SimNode"),
     "planner_node": ("inertia_estimation_ros.ros.nodes.planner_node", "PlannerNode"),
+    "aerial_coordinator_node": (
+        "inertia_estimation_ros.ros.nodes.aerial_coordinator_node",
+        "AerialCoordinatorNode",
+    ),
 }
 
 

@@ -14,13 +14,14 @@ import numpy as np
 
 from ...core.aerial.cables import RigidBodyState, cross3
 from ...core.aerial.payload_controller import PayloadReference
+from ...core.aerial.rotors import RotorModel
 from ...core.spatial import exp3
 from ..scenario import Phase
 from .config import AerialConfig
 from .human import read_human
 from .model import compile_model, robot_name
 from .reference import WaypointTrajectory
-from .team import RotorModel, TeamController
+from .team import TeamController
 
 # Recorded per control instant: name -> shape per sample (n = number of robots).
 FIELDS = {
@@ -102,7 +103,8 @@ class AerialRun:
         self.data = mujoco.MjData(self.model)
         self.rng = np.random.default_rng(seed)
         self.team = TeamController(config)
-        self.rotors = RotorModel(config.quadrotor)
+        q = config.quadrotor
+        self.rotors = RotorModel(q.arm, q.k_f, q.k_f * q.k_m_over_k_f, q.rpm_min, q.rpm_max)
         self.human = read_human(config.human, "human")
         self.trajectory = WaypointTrajectory(config.waypoints)
         self.reference_override: PayloadReference | None = None

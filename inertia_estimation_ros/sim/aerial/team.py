@@ -1,6 +1,6 @@
 """Paper 002's control stack flying the team (Fig. 2 without the estimator and admittance):
-payload controller -> nominal and human-aware distribution -> one robot controller per robot;
-and the rotor model that turns (f, M) into rotor speeds within their limits (eq. 33)."""
+payload controller -> nominal and human-aware distribution -> one robot controller per robot
+(the rotor model of eq. 33 is ``core/aerial/rotors.py``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from ...core.aerial.distribution import (
 from ...core.aerial.optimization import OptimizationDistribution
 from ...core.aerial.payload_controller import PayloadController, PayloadReference
 from ...core.aerial.robot_controller import RobotController, attitude_moment
-from .config import AerialConfig, Quadrotor
+from .config import AerialConfig
 
 SLACK_TOLERANCE = 0.02  # [m], 10 sigma of the mocap noise on a cable length
 
@@ -104,30 +104,3 @@ class TeamController:
         ctrl = self.robots[k]
         thrust = float(force @ state.R[:, 2])
         return thrust, attitude_moment(ctrl.inertia, ctrl.gains, state, R_des)
-
-
-class RotorModel:
-    """Eq. 33 for an X quadrotor: rotor 1 at (+x, +y), 2 (-x, +y), 3 (-x, -y), 4 (+x, -y)."""
-
-    def __init__(self, quad: Quadrotor):
-        d, kf, km = quad.arm / np.sqrt(2.0), quad.k_f, quad.k_f * quad.k_m_over_k_f
-        self.A = np.array(
-            [
-                [kf, kf, kf, kf],
-                [d * kf, d * kf, -d * kf, -d * kf],
-                [-d * kf, d * kf, d * kf, -d * kf],
-                [km, -km, km, -km],
-            ]
-        )
-        self.A_inv = np.linalg.inv(self.A)
-        self.limits = (quad.rpm_min**2, quad.rpm_max**2)
-
-    def speeds(self, thrust: float, moment: np.ndarray) -> np.ndarray:
-        """Rotor speeds [rpm] realising (f, M), each clipped to its range."""
-        squared = np.clip(self.A_inv @ np.array([thrust, *moment]), *self.limits)
-        return np.sqrt(squared)
-
-    def wrench(self, rpm: np.ndarray) -> tuple[float, np.ndarray]:
-        """(f, M) of the rotor speeds [rpm] (eq. 33)."""
-        out = self.A @ rpm**2
-        return float(out[0]), out[1:]

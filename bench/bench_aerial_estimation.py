@@ -1,0 +1,224 @@
+"""Aerial teams on cables (paper 002), part 2: the human-wrench estimators and their cost.
+
+    .venv/bin/python bench/bench_aerial_estimation.py [--quick]
+
+1. Table II analogue (notes section 6.4, item 3): three Dragonflies hover with RotorTM's
+   triangle on 1 m cables while a person pulls at the middle of an edge with smooth
+   (trapezoid) pulls of 0.2-1 N in random directions, 2-5 s each, for 40 s (12 s with
+   --quick); mocap and ESC noise as config.py. Per-axis RMSE against the truth after 2 s of
+   the human wrench [F_H (I); M_H (L)] of: the quasi-static estimate (eq. 39) from the cable
+   UKFs (the paper's estimator), the momentum observer of ref. [7] (K_O = 10/s, per robot,
+   combined by eq. 39), and the project's dynamic estimate (eq. 38 with the payload's
+   filtered acceleration), the latter also with a nominal payload mass 20 % wrong. Beside the
+   paper's two rows (real flights; compare the pattern, not the digits).
+2. Cost: one UKF predict + full mocap update per robot, and the coordinator's whole team step
+   (payload mocap, every robot's pose, twist and rotor speeds, one estimate) against n.
+   Best of repeated runs, wall clock on a shared 2-core machine (noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "test"))
+
+from aerial_feed import feed, run_scenario, team_model
+
+from inertia_estimation_ros.core.aerial.allocation import GRAVITY, CableAllocation
+from inertia_estimation_ros.core.aerial.momentum_observer import (
+    MomentumObserver,
+    observer_wrench,
+)
+from inertia_estimation_ros.core.aerial.rotors import RPM_PER_RAD_S, RotorModel
+from inertia_estimation_ros.core.aerial.team_estimation import (
+    AerialEstimatorSettings,
+    AerialTeamEstimator,
+    AerialTeamModel,
+)
+from inertia_estimation_ros.core.aerial.ukf import RobotCableModel
+from inertia_estimation_ros.core.identification import ExcitationError
+from inertia_estimation_ros.sim.aerial.config import polygon_attach_points
+
+PAPER_TABLE_II = {  # RMSE: F x, y, z [N]; M roll, pitch, yaw [N m]
+    "paper: ours (UKF, eq. 39)": (0.0185, 0.0117, 0.0564, 0.0088, 0.0066, 0.0045),
+    "paper: [7] momentum obs.": (0.0282, 0.0164, 0.0419, 0.0148, 0.0040, 0.0120),
+}
+# The middle of the edge rho_1-rho_2: off both axes, so that a pull has a moment on all three.
+GRASP = [0.07715, -0.1335, 0.01125]
+
+
+def pulls(duration: float, seed: int = 7) -> list[dict]:
+    """Trapezoid pulls of 0.2-1 N in random directions, 2-5 s each with 0.5 s ramps."""
+    rng, t, out = np.random.default_rng(seed), 1.0, []
+    while t < duration - 2.0:
+        length = min(rng.uniform(2.0, 5.0), duration - t - 0.5)
+        direction = rng.standard_normal(3)
+        force = rng.uniform(0.2, 1.0) * direction / np.linalg.norm(direction)
+        out.append(
+            {"kind": "trapezoid", "start": t, "rise": 0.5, "duration": length - 0.5,
+             "force": [float(f) for f in force]}
+        )  # fmt: skip
+        t += length + 0.3
+    return out
+
+
+def observer_estimates(scenario, r, gain: float = 10.0) -> np.ndarray:
+    """Ref. [7]'s observer per robot on mocap velocity, attitude and ESC thrust; eq. 39."""
+    doc = scenario.ground_truth_document()
+    robots = [doc["robots"][rid] for rid in r.robot_ids]
+    observers = [MomentumObserver(d["mass"], gain) for d in robots]
+    rotors = [RotorModel(d["arm"], d["k_f"], d["k_m"]) for d in robots]
+    allocation = CableAllocation(np.asarray(doc["payload"]["attach_points"]))
+    out = []
+    for q, t in enumerate(r.time):
+        forces = []
+        for k, (observer, rotor) in enumerate(zip(observers, rotors, strict=True)):
+            f = rotor.input(r.rotor_rpm[max(q - 1, 0), k] / RPM_PER_RAD_S)[0]
+            thrust = f * r.mocap_robot_R[q, k][:, 2]
+            forces.append(observer.update(t, r.mocap_robot_v[q, k], thrust))
+        R_L = r.mocap_payload_R[q]
+        out.append(observer_wrench(allocation, R_L, np.array(forces), doc["payload"]["mass"]))
+    return np.array(out)
+
+
+def identified_payload(quick: bool):
+    """In-flight identification on paper002_aerial's 6-DoF waypoint flight without a person
+    (the first 12 s), from the cable UKFs of a team whose description is 20 % light."""
+    from inertia_estimation_ros.core.aerial.identification import InFlightIdentification
+    from inertia_estimation_ros.ros.graph import data_file
+
+    config = yaml.safe_load(data_file("paper002_aerial.yaml", "config/scenarios").read_text())
+    config = config | {"name": "identify", "duration": 6.0 if quick else 12.0, "human": {}}
+    tic = time.perf_counter()
+    scenario, r = run_scenario(config)
+    estimator = AerialTeamEstimator(team_model(scenario, 0.8))
+    identification = InFlightIdentification(estimator.model.attach_points)
+
+    def add(e) -> None:
+        m = estimator.motion
+        if e.stamp > 1.0 and m.ready:
+            sample = (e.payload_R, e.tension, e.xi, e.cable_covariance)
+            identification.add(*sample, m.velocity, m.accel, m.Omega, m.Omega_dot)
+
+    feed(estimator, r, each=add)
+    truth = scenario.ground_truth_document()["payload"]
+    try:
+        result = identification.solve()
+    except ExcitationError as error:
+        print(f"In-flight identification refused: {error}")
+        return None
+    p = result.params
+    print(
+        f"In-flight identification ({r.time[-1]:.0f} s flown and estimated in "
+        f"{time.perf_counter() - tic:.0f} s, {result.samples} samples): mass {p.mass:.4f} +- "
+        f"{result.std[0]:.4f} kg (truth {truth['mass']}), CoM {np.round(p.com, 4)} m (truth 0), "
+        f"inertia diagonal {np.round(np.diag(p.inertia_about_com), 5)} (truth "
+        f"{truth['inertia_diagonal']})"
+    )
+    return p
+
+
+def table_two(quick: bool) -> None:
+    duration = 12.0 if quick else 40.0
+    human = {"grasp": GRASP, "profiles": pulls(duration)}
+    tic = time.perf_counter()
+    scenario, r = run_scenario({"name": "table2", "duration": duration, "human": human})
+    print(f"Table II analogue: {duration:g} s flown in {time.perf_counter() - tic:.0f} s")
+    rows: dict[str, np.ndarray] = {}
+    static_rows = []
+    identified = identified_payload(quick)
+    if identified is not None:
+        estimator = AerialTeamEstimator(team_model(scenario, 0.8))
+        estimator.use_payload(identified)
+        estimates = feed(estimator, r)
+        rows["project: dynamic, identified"] = np.array([e.wrench.wrench for e in estimates])
+    for name, scale in (("project: dynamic (eq. 38)", 1.0), ("project: dynamic, m_L -20 %", 0.8)):
+        estimator = AerialTeamEstimator(team_model(scenario, scale), AerialEstimatorSettings())
+        tic = time.perf_counter()
+        estimates = feed(estimator, r)
+        print(f"  {name}: {len(r.time)} samples estimated in {time.perf_counter() - tic:.0f} s")
+        rows[name] = np.array([e.wrench.wrench for e in estimates])
+        if scale == 1.0:
+            static_rows = [
+                estimator.human.quasi_static(e.payload_R, e.tension, e.xi, e.cable_covariance)
+                for e in estimates
+            ]
+    rows = {
+        "UKF quasi-static (eq. 39)": np.array([s.wrench for s in static_rows]),
+        "momentum observer [7]": observer_estimates(scenario, r),
+        **rows,
+    }
+    window = r.time > 2.0
+    print(f"  per-axis RMSE over {window.sum()} samples after 2 s (F [N], M [N m]):")
+    print(f"  {'':30s}" + "".join(f"{a:>9s}" for a in ("F_x", "F_y", "F_z", "M_x", "M_y", "M_z")))
+    for name, values in PAPER_TABLE_II.items():
+        print(f"  {name:30s}" + "".join(f"{v:9.4f}" for v in values))
+    rmse = {}
+    for name, wrench in rows.items():
+        rmse[name] = np.sqrt(np.mean((wrench[window] - r.human_wrench[window]) ** 2, axis=0))
+        print(f"  {name:30s}" + "".join(f"{v:9.4f}" for v in rmse[name]))
+    others = [rmse["UKF quasi-static (eq. 39)"], rmse["momentum observer [7]"]]
+    for name in ("project: dynamic (eq. 38)", "project: dynamic, identified"):
+        if name in rmse:
+            wins = np.all([rmse[name] < other for other in others], axis=0)
+            print(f"  {name} below both others on {wins.sum()}/6 axes: {wins.tolist()}")
+    peak = np.abs(r.human_wrench[window]).max(axis=0)
+    print("  largest applied |wrench| per axis: " + " ".join(f"{v:.3f}" for v in peak))
+
+
+def _team(n: int) -> AerialTeamModel:
+    rho = polygon_attach_points(n, max(0.31, 0.75 * n / (2 * np.pi)), 0.01125)
+    robot = RobotCableModel(0.25, np.array([0.000601, 0.000589, 0.001076]), 1.0)
+    rotors = RotorModel(0.1075, 3.9408732e-9, 5.9113098e-11)
+    ids = tuple(f"robot_{k + 1}" for k in range(n))
+    inertia = np.diag([0.1, 0.1, 0.2])
+    return AerialTeamModel(ids, (robot,) * n, (rotors,) * n, rho, 0.3 * n / 3, inertia)
+
+
+def timings(quick: bool) -> None:
+    print("\nCost per call (best of repeats; target < 100 us per UKF step):")
+    for n in (3, 8) if quick else (3, 8, 16, 32):
+        model = _team(n)
+        estimator = AerialTeamEstimator(model)
+        x_L, R_L = np.array([0.0, 0.0, 1.0]), np.eye(3)
+        attach = x_L + model.attach_points
+        robot_x = attach + np.array([0.0, 0.0, 1.0])
+        hover = (
+            np.sqrt((0.25 * GRAVITY + model.payload_mass * GRAVITY / n) / (4 * 3.9408732e-9))
+            / RPM_PER_RAD_S
+        )
+        steps = []
+        for q in range(40):
+            t = 0.01 * q
+            tic = time.perf_counter()
+            estimator.payload_pose(t, x_L, R_L)
+            estimator.payload_twist(t, np.zeros(3), np.zeros(3))
+            for k, rid in enumerate(model.robot_ids):
+                estimator.robot_pose(rid, t, robot_x[k], np.eye(3))
+                estimator.robot_twist(rid, t, np.zeros(3), np.zeros(3))
+                estimator.rotor_speeds(rid, t, np.full(4, hover))
+            estimator.estimate(t)
+            steps.append(time.perf_counter() - tic)
+        team = min(steps[5:])
+        print(
+            f"  n = {n:2d}: team step {team * 1e3:7.2f} ms, per robot {team / n * 1e6:7.0f} us "
+            f"(at 100 Hz mocap: {team * 100:.2f} of a core)"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="12 s flight, n <= 8")
+    args = parser.parse_args()
+    table_two(args.quick)
+    timings(args.quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Issue 14's node outputs: the coordinator's ~/external_wrench (msg/ExternalWrench) from its
+pipeline's newest samples and estimate, and its conversions."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from inertia_estimation_ros.core import spatial as sp
+from inertia_estimation_ros.core.cooperative.estimate import GraspFrameEstimate
+from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
+from inertia_estimation_ros.ros.conversions import external_wrench_values
+from inertia_estimation_ros.ros.external_wrench_output import PARAMETERS, ExternalWrenchOutput
+from inertia_estimation_ros.ros.parameters import declare
+from inertia_estimation_ros.sim import analytic as an
+
+PUSH = an.HandPush(((0.0, 10.0),), force_w=(5.0, -3.0, 2.0), point_s=(0.3, 0.2, 0.0), ramp=0.0)
+
+
+def _estimate(team: an.Team, payload, **flags: bool) -> SimpleNamespace:
+    """The fields of a TeamEstimate that the output reads: the exact model."""
+    values = dict(grasps_valid=True, mass_valid=True, com_valid=True, inertia_valid=True)
+    return SimpleNamespace(
+        reference_robot_id=team.reference_id,
+        theta=payload.vec.copy(),
+        theta_covariance=np.zeros((10, 10)),
+        grasps=tuple(
+            GraspFrameEstimate(r, team.T_s_i[r], np.zeros((6, 6))) for r in team.robot_ids
+        ),
+        residual_rms_force=0.0,
+        residual_rms_moment=0.0,
+        **(values | flags),
+    )
+
+
+@pytest.mark.timeout(60)
+def test_the_coordinator_output_publishes_the_pushing_hand(ros_context) -> None:
+    team, payload = an.paper_team(), an.paper_payload()
+    rng = np.random.default_rng(0)
+    motion = an.paper_inertia_motion(rng)
+    t = np.arange(1.0, 1.5, 0.01)
+    sim = an.simulate(team, payload, motion, t, external=PUSH)
+    node = Node(
+        "coordinator_node",
+        context=ros_context,
+        parameter_overrides=[Parameter("external_wrench_rate", value=20.0)],
+    )
+    node.params = declare(node, PARAMETERS)
+    settings = PipelineSettings(estimate_clock_offsets=False)
+    pipeline = TeamPipeline(team.robot_ids, team.reference_id, settings)
+    output = ExternalWrenchOutput(node, settings.frame_of)
+    assert output.update(pipeline) is None  # no estimate yet
+    pipeline.last_estimate = _estimate(team, payload, mass_valid=False)
+    published = []
+    for k in range(len(t)):
+        for rid in team.robot_ids:
+            pipeline.push(sim.exact[rid].sample(k), settings.frame_of(rid))
+        if k == 10:
+            assert output.update(pipeline) is None
+            assert output.counts["the estimate has no valid mass and CoM yet"] == 3  # 20 Hz
+            pipeline.last_estimate = _estimate(team, payload)
+        msg = output.update(pipeline)
+        if msg is not None:
+            published.append((k, msg))
+    assert 6 <= len(published) <= 8  # 20 Hz of the 100 Hz samples from 1.15 s to 1.5 s
+    T_w_s = motion.evaluate(t)[0]
+    truth = PUSH(t, T_w_s, np.zeros((len(t), 6))) @ sp.adjoint(sp.transform(np.eye(3), payload.com))
+    for k, msg in published:
+        wrench, covariance, center, observable = external_wrench_values(msg)
+        np.testing.assert_allclose(wrench, truth[k], atol=1e-8)
+        np.testing.assert_allclose(center, payload.com)
+        assert observable.all() and not covariance.any()
+        assert msg.header.frame_id == "robot_1/grasp"
+    node.destroy_node()

@@ -1,5 +1,5 @@
-"""Issue 14's node outputs: the coordinator's ~/external_wrench (msg/ExternalWrench) from its
-pipeline's newest samples and estimate, and its conversions."""
+"""Issue 14's node outputs: the coordinator's external_wrench (msg/ExternalWrench) from its
+pipeline's newest samples and estimate, and the planner's admittance mode."""
 
 from __future__ import annotations
 
@@ -7,15 +7,28 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from geometry_msgs.msg import PoseStamped
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from std_srvs.srv import Trigger
 
 from inertia_estimation_ros.core import spatial as sp
 from inertia_estimation_ros.core.cooperative.estimate import GraspFrameEstimate
+from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
-from inertia_estimation_ros.ros.conversions import external_wrench_values
+from inertia_estimation_ros.msg import ExternalWrench, GraspState, PayloadEstimate
+from inertia_estimation_ros.ros.conversions import (
+    external_wrench_values,
+    to_inertia,
+    to_pose,
+    to_time,
+    to_wrench,
+)
 from inertia_estimation_ros.ros.external_wrench_output import PARAMETERS, ExternalWrenchOutput
+from inertia_estimation_ros.ros.nodes.planner_node import PlannerNode
 from inertia_estimation_ros.ros.parameters import declare
+from inertia_estimation_ros.ros.spin import spin_until
 from inertia_estimation_ros.sim import analytic as an
 
 PUSH = an.HandPush(((0.0, 10.0),), force_w=(5.0, -3.0, 2.0), point_s=(0.3, 0.2, 0.0), ramp=0.0)
@@ -76,3 +89,63 @@ def test_the_coordinator_output_publishes_the_pushing_hand(ros_context) -> None:
         assert observable.all() and not covariance.any()
         assert msg.header.frame_id == "robot_1/grasp"
     node.destroy_node()
+
+
+def _estimate_message(valid: bool) -> PayloadEstimate:
+    body = InertialParameters.from_mass_com_inertia(
+        8.0, np.array([0.3, 0.1, 0.0]), np.diag([0.4, 0.5, 0.7])
+    )
+    msg = PayloadEstimate(grasps_valid=True, mass_valid=valid, com_valid=valid, inertia_valid=valid)
+    msg.inertia = to_inertia(body)
+    msg.advice = [] if valid else ["hold the payload still in two orientations"]
+    return msg
+
+
+@pytest.mark.timeout(60)
+def test_the_planner_admittance_mode_moves_the_reference_with_the_push(ros_context) -> None:
+    """Refused without a valid mass (the reason in the answer); then a 10 N push along x of
+    {s} moves the published reference along x of the home frame; NaN wrenches are ignored
+    and counted; ~/admittance/stop brings the reference to rest."""
+    planner = PlannerNode(
+        context=ros_context, parameter_overrides=[Parameter("admittance_rate", value=50.0)]
+    )
+    listener = Node("listener", context=ros_context)
+    poses: list[PoseStamped] = []
+    listener.create_subscription(PoseStamped, "/planner_node/reference/pose", poses.append, 10)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(planner)
+    executor.add_node(listener)
+    mode = planner.admittance
+    try:
+        mode.on_estimate(_estimate_message(False))
+        answer = mode._on_start(Trigger.Request(), Trigger.Response())
+        assert not answer.success and "mass_valid" in answer.message and "hold" in answer.message
+        mode.on_estimate(_estimate_message(True))
+        home = sp.transform(np.eye(3), [1.0, 2.0, 0.5])
+        pose = GraspState(robot_id="robot_1", home_frame_id="robot_1/home", has_pose=True)
+        pose.header.frame_id, pose.pose = "robot_1/grasp", to_pose(home)
+
+        def feed(wrench: np.ndarray) -> None:
+            now = planner.get_clock().now().nanoseconds * 1e-9
+            pose.header.stamp = to_time(now)
+            mode._on_pose(pose)
+            push = ExternalWrench(wrench=to_wrench(wrench))
+            push.header.stamp = to_time(now)
+            mode._on_wrench(push)
+
+        feed(np.zeros(6))
+        assert mode._on_start(Trigger.Request(), Trigger.Response()).success
+        push = np.r_[0, 0, 0, 10.0, 0, 0]
+        spin_until(executor, lambda: (feed(push), len(poses) >= 30)[1], 20.0)
+        assert poses[-1].header.frame_id == "robot_1/home"
+        assert poses[-1].pose.position.x > 1.0 + 1e-3
+        assert abs(poses[-1].pose.position.y - 2.0) < 1e-9
+        feed(np.r_[np.nan, 0, 0, 0, 0, 0])
+        assert mode.supervisor.ignored["non-finite wrench"] == 1
+        mode._on_stop(Trigger.Request(), Trigger.Response())
+        spin_until(executor, lambda: (feed(push), mode.supervisor.admittance.at_rest)[1], 20.0)
+        assert not mode.supervisor.active
+    finally:
+        executor.shutdown()
+        listener.destroy_node()
+        planner.destroy_node()

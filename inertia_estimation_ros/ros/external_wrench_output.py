@@ -4,7 +4,7 @@
 newest sample of every robot (stamps put on the reference clock with the estimated clock
 offsets) and the latest estimate, ``core.collaboration.human_wrench`` gives the wrench the
 robots do not apply, about the estimated CoM in {s}, with its covariance; it is published
-as ``msg/ExternalWrench`` on ``~/external_wrench`` at most at ``external_wrench_rate``.
+as ``msg/ExternalWrench`` on ``external_wrench`` at most at ``external_wrench_rate``.
 Without a valid mass and CoM, or while a robot lags, nothing is published and the cause is
 counted (``counts``, in the coordinator's diagnostics values). The sensor noise is the
 samples' own covariance where they carry one, otherwise the estimate's net-wrench residual
@@ -33,7 +33,7 @@ from .parameters import Param
 
 TOPICS = [
     Topic(
-        "~/external_wrench",
+        "external_wrench",
         "inertia_estimation_ros/msg/ExternalWrench",
         "reliable",
         "the human's (external) wrench on the payload: robots' wrenches minus the estimated "
@@ -45,7 +45,7 @@ PARAMETERS = [
         "external_wrench_rate",
         "double",
         100.0,
-        "largest rate of ~/external_wrench [Hz, ROS clock]; 0: not computed",
+        "largest rate of external_wrench [Hz, ROS clock]; 0: not computed",
         bounds=(0.0, 1000.0),
         read_only=False,
     ),
@@ -67,7 +67,7 @@ class ExternalWrenchOutput:
     def __init__(self, node: Node, frame_of: object) -> None:
         self.node = node
         self.frame_of = frame_of
-        self.publisher = node.create_publisher(ExternalWrench, "~/external_wrench", RELIABLE_QOS)
+        self.publisher = node.create_publisher(ExternalWrench, "external_wrench", RELIABLE_QOS)
         self.counts: Counter = Counter()
         self._last_stamp = -np.inf
         self._model: tuple[object, PayloadModel] | None = None

@@ -17,15 +17,20 @@ from inertia_estimation_ros.core import spatial as sp
 from inertia_estimation_ros.core.cooperative.estimate import GraspFrameEstimate
 from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
-from inertia_estimation_ros.msg import ExternalWrench, GraspState, PayloadEstimate
+from inertia_estimation_ros.msg import ExternalWrench, GraspFrame, GraspState, PayloadEstimate
 from inertia_estimation_ros.ros.conversions import (
     external_wrench_values,
+    pose_matrix,
     to_inertia,
     to_pose,
     to_time,
+    to_transform,
     to_wrench,
+    wrench_vector,
 )
 from inertia_estimation_ros.ros.external_wrench_output import PARAMETERS, ExternalWrenchOutput
+from inertia_estimation_ros.ros.follow_commands import PARAMETERS as FOLLOW_PARAMETERS
+from inertia_estimation_ros.ros.follow_commands import FollowCommands
 from inertia_estimation_ros.ros.nodes.planner_node import PlannerNode
 from inertia_estimation_ros.ros.parameters import declare
 from inertia_estimation_ros.ros.spin import spin_until
@@ -149,3 +154,34 @@ def test_the_planner_admittance_mode_moves_the_reference_with_the_push(ros_conte
         executor.shutdown()
         listener.destroy_node()
         planner.destroy_node()
+
+
+@pytest.mark.timeout(60)
+def test_robot_commands_follow_the_reference_and_carry_the_weight(ros_context) -> None:
+    """robot_node's commands for paper 000's gimbal team: each robot's pose is the reference
+    composed with its grasp, and the three wrench shares (forces only) carry the weight."""
+    team, payload = an.paper_team(), an.paper_payload()
+    estimate = PayloadEstimate(grasps_valid=True, mass_valid=True, parameters=payload.vec)
+    estimate.grasps = [
+        GraspFrame(robot_id=r, transform=to_transform(team.T_s_i[r])) for r in team.robot_ids
+    ]
+    T_w_s = sp.transform(sp.exp3([0.1, -0.2, 0.3]), [0.5, 0.2, 0.9])
+    reference = PoseStamped(pose=to_pose(T_w_s))
+    reference.header.frame_id = "robot_1/home"
+    shares = []
+    for rid in team.robot_ids:
+        node = Node(f"{rid}_commands", context=ros_context)
+        node.params = declare(node, FOLLOW_PARAMETERS)
+        commands = FollowCommands(node, node.params, rid, f"{rid}/grasp")
+        assert commands.on_reference(reference) is None  # no estimate yet
+        commands.on_estimate(estimate)
+        pose, wrench = commands.on_reference(reference)
+        np.testing.assert_allclose(pose_matrix(pose.pose), T_w_s @ team.T_s_i[rid], atol=1e-9)
+        assert pose.header.frame_id == "robot_1/home" and wrench.header.frame_id == f"{rid}/grasp"
+        F_i = wrench_vector(wrench.wrench)
+        assert not F_i[:3].any()
+        shares.append(sp.wrench_to(sp.inverse(team.T_s_i[rid]), F_i))
+        node.destroy_node()
+    g_s = T_w_s[:3, :3].T @ np.array([0, 0, -9.81])
+    needed = an.net_wrench(payload, np.zeros((1, 6)), np.zeros((1, 6)), g_s[None])[0]
+    np.testing.assert_allclose(sum(shares), needed, atol=1e-6)

@@ -128,14 +128,15 @@ def assert_matches(expected: dict, found: dict) -> None:
 @pytest.mark.timeout(60)
 def test_robot_node_has_the_topics_of_its_interface(ros_context):
     """Its subscriptions depend on its sources: together, two configurations have them all."""
+    follow = {"/payload_estimate", "/planner_node/reference/pose", "/planner_node/reference/twist"}
     configurations = [
         (
             {"gravity_source": "imu"},
-            {"joint_states", "ft_sensor", "imu", "robot_description", "/tf_static"},
+            {"joint_states", "ft_sensor", "imu", "robot_description", "/tf_static"} | follow,
         ),
         (
             {"kinematics_source": "grasp_pose", "wrench_source": "none"},
-            {"grasp_pose", "/tf_static"},
+            {"grasp_pose", "/tf_static"} | follow,
         ),
     ]
     subscribed = set()

@@ -24,11 +24,12 @@ from geometry_msgs.msg import (
 )
 from scipy.spatial.transform import Rotation
 
+from ..core.collaboration.human_wrench import ExternalWrenchEstimate
 from ..core.cooperative.estimate import TeamEstimate
 from ..core.inertial import InertialParameters
 from ..core.samples import GraspSample
 from ..core.spatial import transform
-from ..msg import GraspFrame, GraspState, PayloadEstimate
+from ..msg import ExternalWrench, GraspFrame, GraspState, PayloadEstimate
 
 # Permutation between linear-first (ROS) and angular-first (core) 6-vectors; its own inverse.
 _SWAP = np.array([3, 4, 5, 0, 1, 2])
@@ -275,3 +276,33 @@ def _inertia_message(estimate: TeamEstimate) -> Inertia:
         estimate.mass, estimate.p_s_c, estimate.inertia_about_com
     )
     return to_inertia(body)
+
+
+def to_external_wrench(estimate: ExternalWrenchEstimate, frame_id: str) -> ExternalWrench:
+    """core ExternalWrenchEstimate (angular first, about the CoM) -> msg/ExternalWrench."""
+    msg = ExternalWrench(
+        center=Point(
+            x=float(estimate.p_s_c[0]), y=float(estimate.p_s_c[1]), z=float(estimate.p_s_c[2])
+        ),
+        wrench=to_wrench(estimate.wrench),
+        covariance=to_covariance(estimate.covariance),
+        observable=[bool(b) for b in np.asarray(estimate.observable)[_SWAP]],
+    )
+    msg.header.stamp = to_time(max(estimate.stamp, 0.0))
+    msg.header.frame_id = frame_id
+    return msg
+
+
+def external_wrench_values(
+    msg: ExternalWrench,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(wrench (m, f) about the center, 6x6 covariance, center, observable), core order, of
+    a msg/ExternalWrench; the covariance is zeros when the message has none."""
+    C = covariance_matrix(msg.covariance)
+    observable = np.asarray(msg.observable, dtype=bool)[_SWAP]
+    return (
+        wrench_vector(msg.wrench),
+        np.zeros((6, 6)) if C is None else C,
+        vector3(msg.center),
+        observable,
+    )

@@ -46,6 +46,9 @@ from ...core.cooperative.settings import KINEMATICS_SOURCES
 from ...core.team_pipeline import PipelineSettings, Status, TeamPipeline
 from ...msg import GraspState, PayloadEstimate
 from ..conversions import grasp_sample, to_payload_estimate
+from ..external_wrench_output import PARAMETERS as EXTERNAL_WRENCH_PARAMETERS
+from ..external_wrench_output import TOPICS as EXTERNAL_WRENCH_TOPICS
+from ..external_wrench_output import ExternalWrenchOutput
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare, unknown_parameters, watch
 from ..payload_visualization import (
@@ -121,6 +124,7 @@ INTERFACE = NodeInterface(
             "sets, latency; the worker: internal errors (config/diagnostic_aggregator.yaml "
             "groups them)",
         ),
+        *EXTERNAL_WRENCH_TOPICS,
     ],
     subscribes=[
         Topic(
@@ -306,6 +310,7 @@ INTERFACE = NodeInterface(
             bounds=(0.05, 60.0),
             read_only=False,
         ),
+        *EXTERNAL_WRENCH_PARAMETERS,
     ],
 )
 
@@ -337,6 +342,7 @@ class CoordinatorNode(Node):
         )
         self._markers = self.create_publisher(MarkerArray, "~/markers", RELIABLE_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        self.external_wrench = ExternalWrenchOutput(self, self.settings.frame_of)
         self._inbox: deque = deque()
         self.overflow = 0
         for rid in self.pipeline.robot_ids:
@@ -503,6 +509,7 @@ class CoordinatorNode(Node):
         while not self._commands.empty() and not self._stop.is_set():
             self._run_command(*self._commands.get())
         pipeline.process()
+        self.external_wrench.update(pipeline)
         while pipeline.events:
             self.get_logger().warning(pipeline.events.popleft())
 
@@ -609,6 +616,7 @@ class CoordinatorNode(Node):
             "messages dropped (queue full)": str(self.overflow),
             "internal errors": str(self.internal_errors),
             "frozen": str(self.pipeline.frozen),
+            **{f"external wrench: {k}": str(n) for k, n in self.external_wrench.counts.items()},
         }
         if self._last_error:
             message = f"internal error: {self._last_error} (see the log; ~/reset may recover)"

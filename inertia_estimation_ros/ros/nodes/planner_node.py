@@ -31,6 +31,7 @@ from ...core.planning.session import PlanOutcome, plan_and_verify
 from ...core.planning.tray import body_motion, rotation
 from ...core.spatial import transform
 from ...msg import PayloadEstimate
+from .. import admittance_mode
 from ..conversions import pose_matrix, to_quaternion, to_vector3
 from ..interface import LATCHED_QOS, RELIABLE_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare
@@ -70,6 +71,7 @@ INTERFACE = NodeInterface(
             "reliable",
             "last plan or refusal: cause, worst case, planning time, polytope",
         ),
+        *admittance_mode.PUBLISHES,
     ],
     subscribes=[
         Topic(
@@ -79,8 +81,12 @@ INTERFACE = NodeInterface(
             "the coordinator's estimate: the CoM and its covariance in {s}",
         ),
         Topic("~/goal", "geometry_msgs/msg/PoseStamped", "reliable", "goal tray position (plans)"),
+        *admittance_mode.SUBSCRIBES,
     ],
-    services=[Service("~/plan", "std_srvs/srv/Trigger", "plan to the last goal now")],
+    services=[
+        Service("~/plan", "std_srvs/srv/Trigger", "plan to the last goal now"),
+        *admittance_mode.SERVICES,
+    ],
     parameters=[
         Param("object_shape", "string", "box", "box or cylinder", choices=("box", "cylinder")),
         Param(
@@ -127,6 +133,7 @@ INTERFACE = NodeInterface(
             bounds=(0.0, 1.0),
         ),
         Param("max_solves", "int", 400, "verification SDP budget per object", bounds=(1, 100000)),
+        *admittance_mode.PARAMETERS,
     ],
 )
 
@@ -172,9 +179,11 @@ class PlannerNode(Node):
             PoseStamped, "~/goal", self._on_goal, RELIABLE_QOS, callback_group=group
         )
         self.create_service(Trigger, "~/plan", self._on_plan, callback_group=group)
+        self.admittance = admittance_mode.AdmittanceMode(self, self.p)
 
     # ----- inputs ------------------------------------------------------------------------
     def _on_estimate(self, msg: PayloadEstimate) -> None:
+        self.admittance.on_estimate(msg)
         try:
             self.estimate = ComEstimate.from_parameters(
                 np.asarray(msg.parameters),

@@ -35,6 +35,7 @@ from ...core.grasp_signals import (
 from ...core.robot_kinematics import RobotModelError
 from ...core.samples import GraspSample
 from ...msg import GraspState
+from .. import follow_commands
 from ..conversions import (
     pose_matrix,
     seconds,
@@ -91,6 +92,7 @@ INTERFACE = NodeInterface(
             "reliable",
             "input and output rates, rejected messages by reason, restarts, last error",
         ),
+        *follow_commands.PUBLISHES,
     ],
     subscribes=[
         Topic(
@@ -130,6 +132,7 @@ INTERFACE = NodeInterface(
             "fixed offsets of sensor frames the URDF lacks (tf2 static transforms, chained to "
             "the grasp frame or a URDF frame on its link)",
         ),
+        *follow_commands.SUBSCRIBES,
     ],
     parameters=[
         Param(
@@ -236,6 +239,7 @@ INTERFACE = NodeInterface(
         Param(
             "diagnostics_period", "double", 1.0, "period of /diagnostics [s]", bounds=(0.05, 60.0)
         ),
+        *follow_commands.PARAMETERS,
     ],
 )
 
@@ -275,6 +279,9 @@ class RobotNode(Node):
         if s.gravity_source == "imu":
             self.create_subscription(Imu, "imu", self._on_imu, SENSOR_QOS)
         self.create_subscription(TFMessage, "/tf_static", self._on_tf_static, TF_STATIC_QOS)
+        self.commands = follow_commands.FollowCommands(
+            self, p, s.robot_id, s.frame_id(s.grasp_frame)
+        )
         self._urdf = p.robot_description
         self._last_input = None  # monotonic time of the last kinematic message
         self._report = {"time": time.monotonic(), "accepted": 0, "emitted": 0}

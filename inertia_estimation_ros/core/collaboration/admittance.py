@@ -1,0 +1,313 @@
+"""6-D payload admittance (paper 002, eq. 40, notes §2.10, §3.4): a human wrench becomes a
+payload reference, for ground and aerial teams alike.
+
+    M e_ddot + D e_dot + K e = w_H
+
+e is the reference's deviation from a nominal pose (``nominal``, default: where the
+admittance started): the translation p - p_nom in the world frame {w} (as x_L in 𝓘 of
+eq. 40) and the rotation vector log(R_nom^T R) in the reference's body frame (as M_H in 𝓛).
+The rotational part lives on SO(3) through the exponential map (erratum 15: no Euler
+angles, no singularity at 90 deg pitch); e_dot is (v in {w}, omega in the body frame).
+Integration: RK4 on the velocities (as the notes' appendix) and Runge-Kutta-Munthe-Kaas on
+the rotation (local coordinates u, R = R_n exp(u), u_dot = dexp^-1_u(omega) to third
+order), so for small angles it is the paper's RK4 on Euler angles, exactly so with K = 0.
+
+Around eq. 40, what a pHRI user expects (notes §3.3, §5.6, issue 14):
+* w_H passes a per-component dead band (a sensor bias must not make the payload creep at
+  bias/D) and a first-order low-pass;
+* speed and acceleration limits (norms of the linear and angular parts);
+* virtual walls: a box in {w}; within ``wall_margin`` of a face a spring of stiffness
+  ``wall_stiffness`` (and the damping D) pushes back, the notes' obstacle mode (K > 0);
+* ``stop()``: the reference decelerates at the acceleration limits to rest and holds;
+* M, D, K are 3x3 blocks (translation, rotation; force first as eq. 40's [F_H; M_H]),
+  per axis or full; ``AdmittanceGains.from_estimate`` takes M as a fraction of the
+  estimated mass and CoM inertia, so the payload feels lighter but keeps its shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..aerial.payload_controller import PayloadReference
+from ..spatial import exp3, log3
+
+FORCE, MOMENT = slice(0, 3), slice(3, 6)
+
+
+class AdmittanceError(ValueError):
+    """A refused admittance parameter or start; the message gives the valid range or cause."""
+
+
+def _block(value: float | np.ndarray, name: str) -> np.ndarray:
+    """A 3x3 matrix from a scalar, 3 per-axis values or a 3x3 matrix."""
+    a = np.asarray(value, dtype=float)
+    if a.ndim == 0:
+        a = np.full(3, float(a))
+    if a.shape == (3,):
+        a = np.diag(a)
+    if a.shape != (3, 3) or not np.all(np.isfinite(a)):
+        raise AdmittanceError(f"{name} must be a number, 3 values or a 3x3 matrix, got {value!r}")
+    return 0.5 * (a + a.T)
+
+
+def _check_positive(a: np.ndarray, name: str, strict: bool, upper: float) -> None:
+    low = np.linalg.eigvalsh(a)
+    if (low[0] <= 0 if strict else low[0] < 0) or low[-1] > upper:
+        bound = "> 0" if strict else ">= 0"
+        raise AdmittanceError(
+            f"{name} has eigenvalues {np.round(low, 6).tolist()}: each must be {bound} and "
+            f"<= {upper:g}"
+        )
+
+
+@dataclass(frozen=True)
+class AdmittanceGains:
+    """M, D, K of eq. 40 as 3x3 blocks (translation in {w}, rotation in the body frame), the
+    limits, the input conditioning and the virtual walls. Checked at construction."""
+
+    mass: np.ndarray = field(default_factory=lambda: np.diag([0.25] * 3))  # [kg]
+    inertia: np.ndarray = field(default_factory=lambda: np.diag([0.1] * 3))  # [kg m^2]
+    damping_linear: np.ndarray = field(default_factory=lambda: np.diag([5.0] * 3))  # [N s/m]
+    damping_angular: np.ndarray = field(default_factory=lambda: np.diag([5.0] * 3))  # [N m s]
+    stiffness_linear: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))  # [N/m]
+    stiffness_angular: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))  # [N m]
+    max_linear_speed: float = 0.5  # [m/s]
+    max_angular_speed: float = 1.0  # [rad/s]
+    max_linear_acceleration: float = 2.0  # [m/s^2]
+    max_angular_acceleration: float = 4.0  # [rad/s^2]
+    force_dead_band: float = 0.0  # [N] per component
+    moment_dead_band: float = 0.0  # [N m] per component
+    cutoff_hz: float = 0.0  # low-pass of w_H; 0: none
+    wall_lower: np.ndarray = field(default_factory=lambda: np.full(3, -np.inf))  # [m] in {w}
+    wall_upper: np.ndarray = field(default_factory=lambda: np.full(3, np.inf))
+    wall_margin: float = 0.1  # [m]
+    wall_stiffness: float = 50.0  # [N/m]
+
+    def __post_init__(self) -> None:
+        limits = {"mass": 1e4, "inertia": 1e4, "damping_linear": 1e5, "damping_angular": 1e5}
+        for name, upper in limits.items():
+            a = _block(getattr(self, name), name)
+            _check_positive(a, name, name in ("mass", "inertia"), upper)
+            object.__setattr__(self, name, a)
+        for name in ("stiffness_linear", "stiffness_angular"):
+            a = _block(getattr(self, name), name)
+            _check_positive(a, name, False, 1e6)
+            object.__setattr__(self, name, a)
+        positive = {
+            "max_linear_speed": 10.0,
+            "max_angular_speed": 10.0,
+            "max_linear_acceleration": 100.0,
+            "max_angular_acceleration": 100.0,
+        }
+        for name, upper in positive.items():
+            self._check_range(name, 0.0, upper, open_low=True)
+        for name, upper in (("force_dead_band", 1e3), ("moment_dead_band", 1e3)):
+            self._check_range(name, 0.0, upper)
+        self._check_range("cutoff_hz", 0.0, 1e3)
+        self._check_range("wall_margin", 0.0, 10.0)
+        self._check_range("wall_stiffness", 0.0, 1e6)
+        lower = np.broadcast_to(np.asarray(self.wall_lower, dtype=float), (3,)).copy()
+        upper = np.broadcast_to(np.asarray(self.wall_upper, dtype=float), (3,)).copy()
+        if np.any(np.isnan(lower)) or np.any(np.isnan(upper)) or np.any(lower >= upper):
+            raise AdmittanceError(
+                f"walls: each lower bound {lower} must be below its upper bound {upper}"
+            )
+        object.__setattr__(self, "wall_lower", lower)
+        object.__setattr__(self, "wall_upper", upper)
+
+    def _check_range(self, name: str, low: float, high: float, open_low: bool = False) -> None:
+        v = float(getattr(self, name))
+        if not (np.isfinite(v) and (v > low if open_low else v >= low) and v <= high):
+            side = "(" if open_low else "["
+            raise AdmittanceError(
+                f"{name} = {v!r} is outside its valid range {side}{low:g}, {high:g}]"
+            )
+
+    @classmethod
+    def from_estimate(
+        cls,
+        mass: float,
+        inertia_about_com: np.ndarray,
+        fraction: float = 0.3,
+        time_constant: float = 0.25,
+        **others: object,
+    ) -> AdmittanceGains:
+        """M = fraction x (estimated mass, estimated CoM inertia), so the payload feels
+        ``fraction`` of its weight in inertia but keeps its shape; D = M / time_constant
+        (a push settles to w / D within about that time)."""
+        if not (np.isfinite(mass) and mass > 0):
+            raise AdmittanceError(f"the estimated mass {mass!r} must be positive")
+        if not 0.01 <= fraction <= 1.0:
+            raise AdmittanceError(f"fraction = {fraction!r} is outside [0.01, 1]")
+        if not 0.01 <= time_constant <= 10.0:
+            raise AdmittanceError(f"time_constant = {time_constant!r} is outside [0.01, 10] s")
+        M = fraction * mass * np.eye(3)
+        J = fraction * _block(inertia_about_com, "inertia_about_com")
+        J = J + 1e-6 * max(np.trace(J), 1e-3) * np.eye(3)  # a thin rod keeps J > 0
+        return cls(M, J, M / time_constant, J / time_constant, **others)
+
+
+@dataclass(frozen=True)
+class AdmittanceState:
+    """The reference: position p and velocity v, acceleration a in {w}; rotation R (body to
+    {w}), body angular velocity omega and its derivative alpha."""
+
+    p: np.ndarray
+    R: np.ndarray
+    v: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    omega: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    a: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    alpha: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def payload_reference(self) -> PayloadReference:
+        """The aerial payload controller's reference (paper 002 eq. 12's x, v, a, R, Omega,
+        Omega_dot): the admittance drives an aerial team too."""
+        return PayloadReference(
+            self.p.copy(),
+            self.v.copy(),
+            self.a.copy(),
+            self.R.copy(),
+            self.omega.copy(),
+            self.alpha.copy(),
+        )
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a x b for 3-vectors (np.cross costs 20x more on single vectors)."""
+    return np.array(
+        [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
+    )
+
+
+def dexp_inverse(u: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    """dexp_u^-1 omega on so(3) to third order: omega - [u] omega / 2 + [u]^2 omega / 12
+    (enough for a fourth-order RKMK step)."""
+    c = _cross(u, omega)
+    return omega - 0.5 * c + _cross(u, c) / 12.0
+
+
+class Admittance:
+    """Eq. 40 on R^3 x SO(3) (module docstring). ``step(force_w, moment_b, dt)`` advances the
+    reference by dt under the human force (in {w}) and moment (body frame, about the point
+    the reference tracks, the CoM)."""
+
+    def __init__(self, gains: AdmittanceGains, start: AdmittanceState) -> None:
+        self.gains = gains
+        self.state = start
+        self.nominal = (start.p.copy(), start.R.copy())
+        self.filtered = np.zeros(6)
+        self.stopping = False
+        self._inverse_mass = np.linalg.inv(gains.mass)
+        self._inverse_inertia = np.linalg.inv(gains.inertia)
+        self._walls = bool(np.isfinite([gains.wall_lower, gains.wall_upper]).any())
+
+    # ----- modes --------------------------------------------------------------------------
+    def reset(self, start: AdmittanceState, keep_nominal: bool = False) -> None:
+        """Bumpless restart from ``start`` (e.g. the reference another mode published last):
+        the filter is cleared and, unless ``keep_nominal``, the nominal pose is ``start``."""
+        self.state = replace(start, a=np.zeros(3), alpha=np.zeros(3))
+        if not keep_nominal:
+            self.nominal = (start.p.copy(), start.R.copy())
+        self.filtered = np.zeros(6)
+        self.stopping = False
+
+    def stop(self) -> None:
+        """Safe stop: ignore the human, decelerate within the limits to rest, then hold."""
+        self.stopping = True
+
+    @property
+    def at_rest(self) -> bool:
+        return not np.any(self.state.v) and not np.any(self.state.omega)
+
+    # ----- input conditioning -------------------------------------------------------------
+    def condition(self, force_w: np.ndarray, moment_b: np.ndarray, dt: float) -> np.ndarray:
+        """Dead band (continuous: |w| - band, sign kept), then the first-order low-pass."""
+        g = self.gains
+        w = np.concatenate([force_w, moment_b]).astype(float)
+        band = np.repeat([g.force_dead_band, g.moment_dead_band], 3)
+        w = np.sign(w) * np.clip(np.abs(w) - band, 0.0, None)
+        if g.cutoff_hz > 0:
+            self.filtered += (1.0 - np.exp(-2 * np.pi * g.cutoff_hz * dt)) * (w - self.filtered)
+        else:
+            self.filtered = w
+        return self.filtered.copy()
+
+    # ----- dynamics -----------------------------------------------------------------------
+    def _wall_force(self, p: np.ndarray) -> np.ndarray:
+        """The spring of every wall whose margin p has entered, in {w} (D damps it)."""
+        g = self.gains
+        inside_low = np.clip(g.wall_lower + g.wall_margin - p, 0.0, None)
+        inside_high = np.clip(p - (g.wall_upper - g.wall_margin), 0.0, None)
+        return g.wall_stiffness * (inside_low - inside_high)
+
+    def _accelerations(
+        self, w: np.ndarray, p: np.ndarray, R: np.ndarray, v: np.ndarray, omega: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(a, alpha) of eq. 40, the Euler term of a full rotational M included, clipped to
+        the acceleration limits."""
+        g = self.gains
+        p_nom, R_nom = self.nominal
+        e_p, e_R = p - p_nom, log3(R_nom.T @ R)
+        force = w[FORCE] - g.damping_linear @ v - g.stiffness_linear @ e_p
+        if self._walls:
+            force = force + self._wall_force(p)
+        moment = w[MOMENT] - g.damping_angular @ omega - g.stiffness_angular @ e_R
+        moment = moment - _cross(omega, g.inertia @ omega)
+        a = _clip_norm(self._inverse_mass @ force, g.max_linear_acceleration)
+        alpha = _clip_norm(self._inverse_inertia @ moment, g.max_angular_acceleration)
+        return a, alpha
+
+    def _braking(self, v: np.ndarray, omega: np.ndarray, dt: float) -> tuple:
+        """Decelerations that bring v and omega to zero at the limits, not past zero."""
+        g = self.gains
+
+        def brake(x: np.ndarray, limit: float) -> np.ndarray:
+            speed = float(np.linalg.norm(x))
+            return -x / dt if speed <= limit * dt else -limit * x / speed
+
+        return brake(v, g.max_linear_acceleration), brake(omega, g.max_angular_acceleration)
+
+    def step(self, force_w: np.ndarray, moment_b: np.ndarray, dt: float) -> AdmittanceState:
+        """Advance by dt [s] (w_H held over the step, notes §3.4); returns the new reference."""
+        if not (np.isfinite(dt) and dt > 0):
+            raise AdmittanceError(f"dt = {dt!r} must be a positive time step [s]")
+        s = self.state
+        if self.stopping:
+            a, alpha = self._braking(s.v, s.omega, dt)
+            v, omega = s.v + a * dt, s.omega + alpha * dt
+            p = s.p + 0.5 * (s.v + v) * dt
+            R = s.R @ exp3(0.5 * (s.omega + omega) * dt)
+            self.state = AdmittanceState(p, R, v, omega, a, alpha)
+            return self.state
+        w = self.condition(np.asarray(force_w), np.asarray(moment_b), dt)
+        self.state = self._rk4(w, dt)
+        return self.state
+
+    def _rk4(self, w: np.ndarray, dt: float) -> AdmittanceState:
+        """One RK4 / RKMK4 step of (p, u, v, omega), R = R_n exp(u)."""
+        s = self.state
+
+        def f(x: np.ndarray) -> np.ndarray:
+            p, u, v, omega = x[:3], x[3:6], x[6:9], x[9:]
+            a, alpha = self._accelerations(w, p, s.R @ exp3(u), v, omega)
+            return np.concatenate([v, dexp_inverse(u, omega), a, alpha])
+
+        x0 = np.concatenate([s.p, np.zeros(3), s.v, s.omega])
+        k1 = f(x0)
+        k2 = f(x0 + 0.5 * dt * k1)
+        k3 = f(x0 + 0.5 * dt * k2)
+        k4 = f(x0 + dt * k3)
+        x = x0 + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+        g = self.gains
+        v = _clip_norm(x[6:9], g.max_linear_speed)
+        omega = _clip_norm(x[9:], g.max_angular_speed)
+        R = s.R @ exp3(x[3:6])
+        a, alpha = self._accelerations(w, x[:3], R, v, omega)
+        return AdmittanceState(x[:3], R, v, omega, a, alpha)
+
+
+def _clip_norm(x: np.ndarray, limit: float) -> np.ndarray:
+    norm = float(np.linalg.norm(x))
+    return x * (limit / norm) if norm > limit else x

@@ -1,0 +1,211 @@
+"""The planner node's admittance mode (issue 14 item 3): a person moves the payload with the
+team, through the estimated model (paper 002 eq. 40, ``core.collaboration``).
+
+A thin adapter over ``core.collaboration.supervisor.AdmittanceSupervisor``: the human wrench
+(``external_wrench``, msg/ExternalWrench about the CoM in {s}), the estimate
+(``payload_estimate``) and the payload's pose (``reference_grasp_state``, remapped to the
+reference robot's ``grasp_state``: {s} in its home frame, the world here) go in; at
+``admittance_rate`` the reference of {s} goes out as ``~/reference/pose`` (PoseStamped in
+the reference robot's home frame) and ``~/reference/twist`` (TwistStamped, body twist of
+{s}). ``~/admittance/start`` refuses
+with the reason (e.g. the mass is not valid yet); ``~/admittance/stop`` and an estimate that
+goes invalid or a silent input stop the reference safely. Clocks: the ROS clock and the
+robots' stamps must agree (one machine, PTP, or sim time).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, TwistStamped
+from rclpy.node import Node
+from std_srvs.srv import Trigger
+
+from ..core.collaboration.supervisor import AdmittanceSupervisor, ModelSummary
+from ..msg import ExternalWrench, GraspState, PayloadEstimate
+from .conversions import (
+    external_wrench_values,
+    inertial_parameters,
+    pose_matrix,
+    seconds,
+    to_pose,
+    to_time,
+    to_twist,
+)
+from .interface import RELIABLE_QOS, SENSOR_QOS, Service, Topic
+from .parameters import Param
+
+PUBLISHES = [
+    Topic(
+        "~/reference/pose",
+        "geometry_msgs/msg/PoseStamped",
+        "reliable",
+        "admittance mode: the payload reference T_w_s (the reference grasp frame {s} in the "
+        "reference robot's home frame)",
+    ),
+    Topic(
+        "~/reference/twist",
+        "geometry_msgs/msg/TwistStamped",
+        "reliable",
+        "admittance mode: the reference body twist of {s}",
+    ),
+]
+SUBSCRIBES = [
+    Topic(
+        "external_wrench",
+        "inertia_estimation_ros/msg/ExternalWrench",
+        "reliable",
+        "the human's wrench about the CoM in {s} (coordinator_node)",
+    ),
+    Topic(
+        "reference_grasp_state",
+        "inertia_estimation_ros/msg/GraspState",
+        "sensor",
+        "the payload's pose: the reference robot's grasp frame {s} in its home frame (remap "
+        "to the reference robot's grasp_state, e.g. /robot_1/grasp_state)",
+    ),
+]
+SERVICES = [
+    Service("~/admittance/start", "std_srvs/srv/Trigger", "admittance on; refused with the cause"),
+    Service("~/admittance/stop", "std_srvs/srv/Trigger", "safe stop: decelerate and hold"),
+]
+PARAMETERS = [
+    Param("admittance_rate", "double", 100.0, "control rate [Hz]", bounds=(1.0, 1000.0)),
+    Param(
+        "admittance_mass_fraction",
+        "double",
+        0.3,
+        "virtual mass and inertia as a fraction of the estimated ones",
+        bounds=(0.01, 1.0),
+    ),
+    Param(
+        "admittance_time_constant",
+        "double",
+        0.3,
+        "virtual mass / damping: a push settles to force / damping in about this time [s]",
+        bounds=(0.01, 10.0),
+    ),
+    Param("admittance_max_speed", "double", 0.3, "[m/s]", bounds=(0.001, 10.0)),
+    Param("admittance_max_angular_speed", "double", 0.5, "[rad/s]", bounds=(0.001, 10.0)),
+    Param("admittance_max_acceleration", "double", 1.0, "[m/s^2]", bounds=(0.001, 100.0)),
+    Param("admittance_max_angular_acceleration", "double", 2.0, "[rad/s^2]", bounds=(0.001, 100.0)),
+    Param("admittance_force_dead_band", "double", 1.0, "per component [N]", bounds=(0.0, 1e3)),
+    Param("admittance_moment_dead_band", "double", 0.2, "per component [N m]", bounds=(0.0, 1e3)),
+    Param(
+        "admittance_cutoff_hz", "double", 5.0, "low-pass of the wrench; 0: none", bounds=(0, 1e3)
+    ),
+    Param(
+        "admittance_walls",
+        "double_array",
+        [-1e3, -1e3, -1e3, 1e3, 1e3, 1e3],
+        "virtual walls: the CoM stays in [x, y, z lower, x, y, z upper] of the home frame [m]",
+        length=6,
+    ),
+    Param(
+        "admittance_wall_margin", "double", 0.1, "walls push back within this [m]", bounds=(0, 10)
+    ),
+    Param("admittance_wall_stiffness", "double", 200.0, "[N/m]", bounds=(0.0, 1e6)),
+    Param(
+        "admittance_input_timeout",
+        "double",
+        0.5,
+        "no pose or wrench for this long: safe stop [s]",
+        bounds=(0.01, 10.0),
+    ),
+]
+
+
+class AdmittanceMode:
+    """The admittance mode of ``node`` (module docstring); ``params`` its declared values."""
+
+    def __init__(self, node: Node, params: object) -> None:
+        self.node, self.p = node, params
+        p = params
+        walls = np.asarray(p.admittance_walls, dtype=float)
+        self.supervisor = AdmittanceSupervisor(
+            input_timeout=p.admittance_input_timeout,
+            fraction=p.admittance_mass_fraction,
+            time_constant=p.admittance_time_constant,
+            max_linear_speed=p.admittance_max_speed,
+            max_angular_speed=p.admittance_max_angular_speed,
+            max_linear_acceleration=p.admittance_max_acceleration,
+            max_angular_acceleration=p.admittance_max_angular_acceleration,
+            force_dead_band=p.admittance_force_dead_band,
+            moment_dead_band=p.admittance_moment_dead_band,
+            cutoff_hz=p.admittance_cutoff_hz,
+            wall_lower=walls[:3],
+            wall_upper=walls[3:],
+            wall_margin=p.admittance_wall_margin,
+            wall_stiffness=p.admittance_wall_stiffness,
+        )
+        self.frames = ("", "")  # (home frame = world, grasp frame {s}) from the pose messages
+        self._pose = node.create_publisher(PoseStamped, "~/reference/pose", RELIABLE_QOS)
+        self._twist = node.create_publisher(TwistStamped, "~/reference/twist", RELIABLE_QOS)
+        node.create_subscription(ExternalWrench, "external_wrench", self._on_wrench, RELIABLE_QOS)
+        node.create_subscription(GraspState, "reference_grasp_state", self._on_pose, SENSOR_QOS)
+        node.create_service(Trigger, "~/admittance/start", self._on_start)
+        node.create_service(Trigger, "~/admittance/stop", self._on_stop)
+        self._period = 1.0 / p.admittance_rate
+        node.create_timer(self._period, self._tick)
+
+    def _now(self) -> float:
+        return self.node.get_clock().now().nanoseconds * 1e-9
+
+    def on_estimate(self, msg: PayloadEstimate) -> None:
+        """The node's payload_estimate (the planner subscribes once and passes it on)."""
+        flags = {
+            "grasps_valid": msg.grasps_valid,
+            "mass_valid": msg.mass_valid,
+            "com_valid": msg.com_valid,
+            "inertia_valid": msg.inertia_valid,
+        }
+        missing = [name for name, ok in flags.items() if not ok]
+        if missing:
+            advice = f": {msg.advice[0]}" if msg.advice else ""
+            reason = f"the estimate has {', '.join(missing)} = false{advice}"
+            self.supervisor.on_estimate(ModelSummary(False, reason=reason))
+        else:
+            body = inertial_parameters(msg.inertia)
+            model = ModelSummary(True, body.mass, body.com, body.inertia_about_com)
+            self.supervisor.on_estimate(model)
+        self._log_events()
+
+    def _on_pose(self, msg: GraspState) -> None:
+        if msg.has_pose:
+            self.frames = (msg.home_frame_id, msg.header.frame_id)
+            self.supervisor.on_pose(seconds(msg.header.stamp), pose_matrix(msg.pose))
+
+    def _on_wrench(self, msg: ExternalWrench) -> None:
+        wrench, _, _, _ = external_wrench_values(msg)
+        self.supervisor.on_wrench(seconds(msg.header.stamp), wrench)
+
+    def _on_start(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success, response.message = self.supervisor.start()
+        if response.success:
+            self.node.get_logger().info(response.message)
+        else:
+            self.node.get_logger().warning(response.message)
+        return response
+
+    def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        self.supervisor.stop("~/admittance/stop called")
+        self._log_events()
+        response.success, response.message = True, "stopping: the reference decelerates and holds"
+        return response
+
+    def _tick(self) -> None:
+        now = self._now()
+        reference = self.supervisor.tick(now, self._period)
+        self._log_events()
+        if reference is None:
+            return
+        stamp = to_time(max(now, 0.0))
+        pose = PoseStamped(pose=to_pose(reference.T_w_s))
+        pose.header.stamp, pose.header.frame_id = stamp, self.frames[0]
+        twist = TwistStamped(twist=to_twist(reference.V_s))
+        twist.header.stamp, twist.header.frame_id = stamp, self.frames[1]
+        self._pose.publish(pose)
+        self._twist.publish(twist)
+
+    def _log_events(self) -> None:
+        while self.supervisor.events:
+            self.node.get_logger().warning(self.supervisor.events.pop(0))

@@ -1,0 +1,122 @@
+"""``robot_node``'s commands that follow the payload reference (issue 14 item 4).
+
+From the planner's reference of {s} (``payload_reference/pose``, ``payload_reference/twist``)
+and the team's estimate (``payload_estimate``: theta and every grasp frame T_s_i), this robot's
+command (``core.collaboration.following``): the grasp pose T_w_i = T_w_s T_s_i as
+``~/command/pose`` (PoseStamped in the reference's frame) and its feed-forward share of the
+model's wrench (weight and inertia; minimum norm over the team's grasp map, forces only for
+force-only robots) as ``~/command/wrench`` (WrenchStamped in this robot's grasp frame), for a
+hardware driver. Nothing is published while the estimate has no valid grasps and mass, or the
+robot is not in it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from rclpy.node import Node
+
+from ..core.collaboration.following import grasp_commands
+from ..msg import PayloadEstimate
+from .conversions import pose_matrix, to_pose, to_wrench, transform_matrix, twist_vector
+from .interface import LATCHED_QOS, RELIABLE_QOS, Topic
+from .parameters import Param
+
+PUBLISHES = [
+    Topic(
+        "~/command/pose",
+        "geometry_msgs/msg/PoseStamped",
+        "reliable",
+        "the grasp pose that follows the payload reference, T_w_i = T_w_s T_s_i",
+    ),
+    Topic(
+        "~/command/wrench",
+        "geometry_msgs/msg/WrenchStamped",
+        "reliable",
+        "feed-forward wrench on the payload (this robot's share of the model's), in {i}",
+    ),
+]
+SUBSCRIBES = [
+    Topic(
+        "/payload_estimate",
+        "inertia_estimation_ros/msg/PayloadEstimate",
+        "latched",
+        "the team's estimate: theta and every grasp frame",
+    ),
+    Topic(
+        "/planner_node/reference/pose",
+        "geometry_msgs/msg/PoseStamped",
+        "reliable",
+        "the payload reference T_w_s (planner_node's admittance mode)",
+    ),
+    Topic(
+        "/planner_node/reference/twist",
+        "geometry_msgs/msg/TwistStamped",
+        "reliable",
+        "the payload reference's body twist",
+    ),
+]
+PARAMETERS = [
+    Param(
+        "command_gravity",
+        "double_array",
+        [0.0, 0.0, -9.81],
+        "gravity in the reference's frame (the reference robot's home frame) [m/s^2]",
+        length=3,
+        bounds=(-100.0, 100.0),
+    ),
+    Param(
+        "command_force_only",
+        "bool",
+        True,
+        "the team's grasps transmit no moment (gimbals): wrench shares are forces only",
+    ),
+]
+
+
+class FollowCommands:
+    """This robot's commands (module docstring); ``robot_id`` and ``grasp_frame`` name it."""
+
+    def __init__(self, node: Node, params: object, robot_id: str, grasp_frame: str) -> None:
+        self.node, self.robot_id, self.grasp_frame = node, robot_id, grasp_frame
+        self.gravity = np.asarray(params.command_gravity, dtype=float)
+        self.force_only = bool(params.command_force_only)
+        self.model: tuple[np.ndarray, dict[str, np.ndarray]] | None = None
+        self.V_s = np.zeros(6)
+        self._pose = node.create_publisher(PoseStamped, "~/command/pose", RELIABLE_QOS)
+        self._wrench = node.create_publisher(WrenchStamped, "~/command/wrench", RELIABLE_QOS)
+        node.create_subscription(
+            PayloadEstimate, "/payload_estimate", self.on_estimate, LATCHED_QOS
+        )
+        node.create_subscription(
+            PoseStamped, "/planner_node/reference/pose", self.on_reference, RELIABLE_QOS
+        )
+        node.create_subscription(
+            TwistStamped, "/planner_node/reference/twist", self.on_twist, RELIABLE_QOS
+        )
+
+    def on_estimate(self, msg: PayloadEstimate) -> None:
+        grasps = {g.robot_id: transform_matrix(g.transform) for g in msg.grasps}
+        usable = msg.grasps_valid and msg.mass_valid and self.robot_id in grasps
+        self.model = (np.asarray(msg.parameters, dtype=float), grasps) if usable else None
+
+    def on_twist(self, msg: TwistStamped) -> None:
+        V = twist_vector(msg.twist)
+        if np.all(np.isfinite(V)):
+            self.V_s = V
+
+    def on_reference(self, msg: PoseStamped) -> tuple[PoseStamped, WrenchStamped] | None:
+        """Publish this robot's command for a reference pose; returns what was published."""
+        T_w_s = pose_matrix(msg.pose)
+        if self.model is None or not np.all(np.isfinite(T_w_s)):
+            return None
+        theta, T_s_i = self.model
+        has_torque = dict.fromkeys(T_s_i, not self.force_only)
+        team = grasp_commands(T_w_s, self.V_s, np.zeros(6), theta, T_s_i, has_torque, self.gravity)
+        mine = team.commands[self.robot_id]
+        pose = PoseStamped(header=msg.header, pose=to_pose(mine.T_w_i))
+        wrench = WrenchStamped(wrench=to_wrench(mine.F_i))
+        wrench.header.stamp, wrench.header.frame_id = msg.header.stamp, self.grasp_frame
+        self._pose.publish(pose)
+        self._wrench.publish(wrench)
+        return pose, wrench

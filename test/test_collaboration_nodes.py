@@ -1,0 +1,187 @@
+"""Issue 14's node outputs: the coordinator's external_wrench (msg/ExternalWrench) from its
+pipeline's newest samples and estimate, and the planner's admittance mode."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from geometry_msgs.msg import PoseStamped
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from std_srvs.srv import Trigger
+
+from inertia_estimation_ros.core import spatial as sp
+from inertia_estimation_ros.core.cooperative.estimate import GraspFrameEstimate
+from inertia_estimation_ros.core.inertial import InertialParameters
+from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
+from inertia_estimation_ros.msg import ExternalWrench, GraspFrame, GraspState, PayloadEstimate
+from inertia_estimation_ros.ros.conversions import (
+    external_wrench_values,
+    pose_matrix,
+    to_inertia,
+    to_pose,
+    to_time,
+    to_transform,
+    to_wrench,
+    wrench_vector,
+)
+from inertia_estimation_ros.ros.external_wrench_output import PARAMETERS, ExternalWrenchOutput
+from inertia_estimation_ros.ros.follow_commands import PARAMETERS as FOLLOW_PARAMETERS
+from inertia_estimation_ros.ros.follow_commands import FollowCommands
+from inertia_estimation_ros.ros.nodes.planner_node import PlannerNode
+from inertia_estimation_ros.ros.parameters import declare
+from inertia_estimation_ros.ros.spin import spin_until
+from inertia_estimation_ros.sim import analytic as an
+
+PUSH = an.HandPush(((0.0, 10.0),), force_w=(5.0, -3.0, 2.0), point_s=(0.3, 0.2, 0.0), ramp=0.0)
+
+
+def _estimate(team: an.Team, payload, **flags: bool) -> SimpleNamespace:
+    """The fields of a TeamEstimate that the output reads: the exact model."""
+    values = dict(grasps_valid=True, mass_valid=True, com_valid=True, inertia_valid=True)
+    return SimpleNamespace(
+        reference_robot_id=team.reference_id,
+        theta=payload.vec.copy(),
+        theta_covariance=np.zeros((10, 10)),
+        grasps=tuple(
+            GraspFrameEstimate(r, team.T_s_i[r], np.zeros((6, 6))) for r in team.robot_ids
+        ),
+        residual_rms_force=0.0,
+        residual_rms_moment=0.0,
+        **(values | flags),
+    )
+
+
+@pytest.mark.timeout(60)
+def test_the_coordinator_output_publishes_the_pushing_hand(ros_context) -> None:
+    team, payload = an.paper_team(), an.paper_payload()
+    rng = np.random.default_rng(0)
+    motion = an.paper_inertia_motion(rng)
+    t = np.arange(1.0, 1.5, 0.01)
+    sim = an.simulate(team, payload, motion, t, external=PUSH)
+    node = Node(
+        "coordinator_node",
+        context=ros_context,
+        parameter_overrides=[Parameter("external_wrench_rate", value=20.0)],
+    )
+    node.params = declare(node, PARAMETERS)
+    settings = PipelineSettings(estimate_clock_offsets=False)
+    pipeline = TeamPipeline(team.robot_ids, team.reference_id, settings)
+    output = ExternalWrenchOutput(node, settings.frame_of)
+    assert output.update(pipeline) is None  # no estimate yet
+    pipeline.last_estimate = _estimate(team, payload, mass_valid=False)
+    published = []
+    for k in range(len(t)):
+        for rid in team.robot_ids:
+            pipeline.push(sim.exact[rid].sample(k), settings.frame_of(rid))
+        if k == 10:
+            assert output.update(pipeline) is None
+            assert output.counts["the estimate has no valid mass and CoM yet"] == 3  # 20 Hz
+            pipeline.last_estimate = _estimate(team, payload)
+        msg = output.update(pipeline)
+        if msg is not None:
+            published.append((k, msg))
+    assert 6 <= len(published) <= 8  # 20 Hz of the 100 Hz samples from 1.15 s to 1.5 s
+    T_w_s = motion.evaluate(t)[0]
+    truth = PUSH(t, T_w_s, np.zeros((len(t), 6))) @ sp.adjoint(sp.transform(np.eye(3), payload.com))
+    for k, msg in published:
+        wrench, covariance, center, observable = external_wrench_values(msg)
+        np.testing.assert_allclose(wrench, truth[k], atol=1e-8)
+        np.testing.assert_allclose(center, payload.com)
+        assert observable.all() and not covariance.any()
+        assert msg.header.frame_id == "robot_1/grasp"
+    node.destroy_node()
+
+
+def _estimate_message(valid: bool) -> PayloadEstimate:
+    body = InertialParameters.from_mass_com_inertia(
+        8.0, np.array([0.3, 0.1, 0.0]), np.diag([0.4, 0.5, 0.7])
+    )
+    msg = PayloadEstimate(grasps_valid=True, mass_valid=valid, com_valid=valid, inertia_valid=valid)
+    msg.inertia = to_inertia(body)
+    msg.advice = [] if valid else ["hold the payload still in two orientations"]
+    return msg
+
+
+@pytest.mark.timeout(60)
+def test_the_planner_admittance_mode_moves_the_reference_with_the_push(ros_context) -> None:
+    """Refused without a valid mass (the reason in the answer); then a 10 N push along x of
+    {s} moves the published reference along x of the home frame; NaN wrenches are ignored
+    and counted; ~/admittance/stop brings the reference to rest."""
+    planner = PlannerNode(
+        context=ros_context, parameter_overrides=[Parameter("admittance_rate", value=50.0)]
+    )
+    listener = Node("listener", context=ros_context)
+    poses: list[PoseStamped] = []
+    listener.create_subscription(PoseStamped, "/planner_node/reference/pose", poses.append, 10)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(planner)
+    executor.add_node(listener)
+    mode = planner.admittance
+    try:
+        mode.on_estimate(_estimate_message(False))
+        answer = mode._on_start(Trigger.Request(), Trigger.Response())
+        assert not answer.success and "mass_valid" in answer.message and "hold" in answer.message
+        mode.on_estimate(_estimate_message(True))
+        home = sp.transform(np.eye(3), [1.0, 2.0, 0.5])
+        pose = GraspState(robot_id="robot_1", home_frame_id="robot_1/home", has_pose=True)
+        pose.header.frame_id, pose.pose = "robot_1/grasp", to_pose(home)
+
+        def feed(wrench: np.ndarray) -> None:
+            now = planner.get_clock().now().nanoseconds * 1e-9
+            pose.header.stamp = to_time(now)
+            mode._on_pose(pose)
+            push = ExternalWrench(wrench=to_wrench(wrench))
+            push.header.stamp = to_time(now)
+            mode._on_wrench(push)
+
+        feed(np.zeros(6))
+        assert mode._on_start(Trigger.Request(), Trigger.Response()).success
+        push = np.r_[0, 0, 0, 10.0, 0, 0]
+        spin_until(executor, lambda: (feed(push), len(poses) >= 30)[1], 20.0)
+        assert poses[-1].header.frame_id == "robot_1/home"
+        assert poses[-1].pose.position.x > 1.0 + 1e-3
+        assert abs(poses[-1].pose.position.y - 2.0) < 1e-9
+        feed(np.r_[np.nan, 0, 0, 0, 0, 0])
+        assert mode.supervisor.ignored["non-finite wrench"] == 1
+        mode._on_stop(Trigger.Request(), Trigger.Response())
+        spin_until(executor, lambda: (feed(push), mode.supervisor.admittance.at_rest)[1], 20.0)
+        assert not mode.supervisor.active
+    finally:
+        executor.shutdown()
+        listener.destroy_node()
+        planner.destroy_node()
+
+
+@pytest.mark.timeout(60)
+def test_robot_commands_follow_the_reference_and_carry_the_weight(ros_context) -> None:
+    """robot_node's commands for paper 000's gimbal team: each robot's pose is the reference
+    composed with its grasp, and the three wrench shares (forces only) carry the weight."""
+    team, payload = an.paper_team(), an.paper_payload()
+    estimate = PayloadEstimate(grasps_valid=True, mass_valid=True, parameters=payload.vec)
+    estimate.grasps = [
+        GraspFrame(robot_id=r, transform=to_transform(team.T_s_i[r])) for r in team.robot_ids
+    ]
+    T_w_s = sp.transform(sp.exp3([0.1, -0.2, 0.3]), [0.5, 0.2, 0.9])
+    reference = PoseStamped(pose=to_pose(T_w_s))
+    reference.header.frame_id = "robot_1/home"
+    shares = []
+    for rid in team.robot_ids:
+        node = Node(f"{rid}_commands", context=ros_context)
+        node.params = declare(node, FOLLOW_PARAMETERS)
+        commands = FollowCommands(node, node.params, rid, f"{rid}/grasp")
+        assert commands.on_reference(reference) is None  # no estimate yet
+        commands.on_estimate(estimate)
+        pose, wrench = commands.on_reference(reference)
+        np.testing.assert_allclose(pose_matrix(pose.pose), T_w_s @ team.T_s_i[rid], atol=1e-9)
+        assert pose.header.frame_id == "robot_1/home" and wrench.header.frame_id == f"{rid}/grasp"
+        F_i = wrench_vector(wrench.wrench)
+        assert not F_i[:3].any()
+        shares.append(sp.wrench_to(sp.inverse(team.T_s_i[rid]), F_i))
+        node.destroy_node()
+    g_s = T_w_s[:3, :3].T @ np.array([0, 0, -9.81])
+    needed = an.net_wrench(payload, np.zeros((1, 6)), np.zeros((1, 6)), g_s[None])[0]
+    np.testing.assert_allclose(sum(shares), needed, atol=1e-6)

@@ -12,14 +12,22 @@ from ``gazebo/models``) and ``ros_gz_bridge`` with ``gazebo/config/<scenario>_br
 ``/clock``, ``/<id>/joint_states``, ``/<id>/ft_sensor``, ``/<id>/imu``, the joint set-points
 ``/<id>/<joint>/cmd_pos``, ``/human_wrench`` and ``/ground_truth/payload_pose``, the topics of
 ``inertia_estimation simulate``'s bags. Needs ``ros_gz_sim`` and ``ros_gz_bridge`` (optional
-dependencies: ``apt install ros-$ROS_DISTRO-ros-gz``; not pip-installable). The bridge's topics
-are absolute, so ``namespace`` must stay empty here.
+dependencies: ``apt install ros-$ROS_DISTRO-ros-gz``; not pip-installable).
+TF has the REP-105 root ``world``: ``tf2_ros``'s ``static_transform_publisher`` puts each
+robot's URDF root (its home frame) at its pose in the world SDF, and robot_state_publisher
+hangs its links below; the estimate's frames hang from the reference robot's grasp frame.
+``namespace:=/team_a`` pushes the whole graph into a namespace: the bridge then gives its ROS
+topics the prefix (``/team_a/robot_1/joint_states``; Gazebo's topics and the global
+``/clock`` stay as they are), through a bridge YAML written at launch.
 Regenerate the assets of another scenario with
 ``python -m inertia_estimation_ros.sim.gazebo <scenario.yaml> gazebo/``.
 """
 
 import os
+import tempfile
+import xml.etree.ElementTree as ET
 
+import yaml
 from ament_index_python.packages import get_package_share_directory
 from launch.actions import (
     DeclareLaunchArgument,
@@ -31,7 +39,7 @@ from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from inertia_estimation_ros.ros.graph import GraphError, launch_graph, load_graph
+from inertia_estimation_ros.ros.graph import launch_graph, load_graph
 from launch import LaunchContext, LaunchDescription
 
 PACKAGE = "inertia_estimation_ros"
@@ -53,10 +61,8 @@ def gazebo_and_bridge(context: LaunchContext) -> list:
     )
     server_only = LaunchConfiguration("gui").perform(context).lower() != "true"
     gz_sim = os.path.join(get_package_share_directory("ros_gz_sim"), "launch", "gz_sim.launch.py")
-    if LaunchConfiguration("namespace").perform(context).strip("/"):
-        raise GraphError(
-            "gazebo_estimation.launch.py: the bridge's topics are absolute; no namespace"
-        )
+    prefix = "/" + LaunchConfiguration("namespace").perform(context).strip("/")
+    prefix = "" if prefix == "/" else prefix
     return [
         SetEnvironmentVariable("GZ_SIM_RESOURCE_PATH", resource_path),
         IncludeLaunchDescription(
@@ -67,33 +73,83 @@ def gazebo_and_bridge(context: LaunchContext) -> list:
             package="ros_gz_bridge",
             executable="parameter_bridge",
             name="gazebo_bridge",
-            parameters=[{"config_file": bridge, "use_sim_time": True}],
+            namespace=prefix or "/",
+            parameters=[{"config_file": bridge_under(bridge, prefix), "use_sim_time": True}],
             output="screen",
         ),
-        *robot_state_publishers(context, share, scenario),
+        *robots_tf(context, share, scenario, world, prefix),
     ]
 
 
-def robot_state_publishers(context: LaunchContext, share: str, scenario: str) -> list:
-    """robot_state_publisher for every robot node of the graph config, in its namespace."""
+def bridge_under(bridge: str, prefix: str) -> str:
+    """The bridge YAML with every ROS topic but /clock under ``prefix`` (a new file), or the
+    shipped one when there is no prefix."""
+    if not prefix:
+        return bridge
+    entries = yaml.safe_load(open(bridge).read())
+    for entry in entries:
+        if entry["ros_topic_name"] != "/clock":
+            entry["ros_topic_name"] = prefix + entry["ros_topic_name"]
+    path = os.path.join(tempfile.mkdtemp(prefix="gazebo_bridge_"), os.path.basename(bridge))
+    with open(path, "w") as out:
+        yaml.safe_dump(entries, out, sort_keys=False)
+    return path
+
+
+def robots_tf(context: LaunchContext, share: str, scenario: str, world: str, prefix: str) -> list:
+    """For every robot node of the graph config: robot_state_publisher in its namespace (the
+    URDF: robot_description and the links' TF) and world -> its URDF root at the robot's pose
+    in the world SDF (tf2_ros static_transform_publisher)."""
     graph = load_graph(LaunchConfiguration("config").perform(context))
-    publishers = []
+    poses = {
+        e.findtext("name"): e.findtext("pose", "0 0 0 0 0 0").split()
+        for e in ET.parse(world).getroot().iter("include")
+    }
+    actions = []
     for spec in graph.nodes:
         if spec.executable != "robot_node":
             continue
         robot = spec.namespace.rpartition("/")[2]
         with open(os.path.join(share, "urdf", f"{scenario}_{robot}.urdf")) as urdf:
             description = urdf.read()
-        publishers.append(
+        actions.append(
             Node(
                 package="robot_state_publisher",
                 executable="robot_state_publisher",
-                namespace=spec.namespace,
+                namespace=prefix + spec.namespace,
                 parameters=[{"robot_description": description, "use_sim_time": True}],
                 output="screen",
             )
         )
-    return publishers
+        axes = ("--x", "--y", "--z", "--roll", "--pitch", "--yaw")
+        root = urdf_root(description)
+        actions.append(
+            Node(
+                package="tf2_ros",
+                executable="static_transform_publisher",
+                name=f"world_to_{robot}",
+                namespace=prefix or "/",
+                arguments=[
+                    *(
+                        a
+                        for axis, value in zip(axes, poses[robot], strict=True)
+                        for a in (axis, value)
+                    ),
+                    *("--frame-id", "world", "--child-frame-id", root),
+                ],
+                parameters=[{"use_sim_time": True}],
+                output="screen",
+            )
+        )
+    return actions
+
+
+def urdf_root(description: str) -> str:
+    """The URDF's root link: the one no joint has as its child."""
+    robot = ET.fromstring(description)
+    children = {j.find("child").get("link") for j in robot.iter("joint")}
+    (root,) = [link.get("name") for link in robot.iter("link") if link.get("name") not in children]
+    return root
 
 
 def generate_launch_description() -> LaunchDescription:

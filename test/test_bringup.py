@@ -17,11 +17,13 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
 from inertia_estimation_ros.msg import GraspState
 from inertia_estimation_ros.ros.bringup import node_command, start_graph
 from inertia_estimation_ros.ros.graph import GraphError, load_graph
 from inertia_estimation_ros.ros.interface import RELIABLE_QOS, SENSOR_QOS
+from inertia_estimation_ros.ros.nodes.robot_node import RobotNode
 from inertia_estimation_ros.ros.spin import spin_until
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,9 +64,10 @@ def test_a_config_is_the_graph_of_the_nodes_it_names(tmp_path):
         ("robot_node: {ros__parameters: {}}", "is not a fully qualified node name"),
         ("/robot_1/robot_node: {parameters: {}}", "must hold ros__parameters"),
         ("/robot_1/robot_node: {ros__parameters: {cutoff: 5.0}}", "has no parameter 'cutoff'"),
-        ("/robot_1/robot_node: {ros__parameters: {cutoff_hz: 5}}", r"write 5\.0, not 5"),
+        ("/robot_1/robot_node: {ros__parameters: {cutoff_hz: true}}", "expected a double"),
         ("/robot_1/robot_node: {ros__parameters: {cutoff_hz: -1.0}}", r"must be in \[0, 1000\]"),
-        ("/robot_1/robot_node: {ros__parameters: {gravity: [0, 0, -9.8]}}", "write 1.0, not 1"),
+        ("/robot_1/robot_node: {ros__parameters: {gravity: [0, 0, -9.8]}}", "mixing 1 and 1.0"),
+        ("/robot_1/robot_node: {ros__parameters: {gravity: [0, 0, true]}}", "every element"),
         ("/robot_1/robot_node: {ros__parameters: {wrench_source: torque}}", "must be one of"),
         ("/sim_node: {ros__parameters: {}}\n/r/robot_node: {ros__parameters: {}}", "use_sim_time"),
         ("- just a list", "maps fully qualified node names to parameters"),
@@ -75,6 +78,28 @@ def test_a_config_that_cannot_run_is_refused_with_the_fix(tmp_path, text, messag
     path.write_text(text)
     with pytest.raises(GraphError, match=message):
         load_graph(path)
+
+
+def test_integers_are_taken_for_doubles_by_the_graph_and_the_node(tmp_path, ros_context):
+    """``cutoff_hz: 5`` and ``gravity: [0, 0, -10]`` (integers, as users write them) pass the
+    graph's check, and the node started from the graph gets the floats."""
+    path = tmp_path / "graph.yaml"
+    path.write_text(
+        "/robot_1/robot_node: {ros__parameters: {cutoff_hz: 5, gravity: [0, 0, -10]}}\n"
+    )
+    spec = load_graph(path).node("/robot_1/robot_node")
+    assert spec.parameters == {"cutoff_hz": 5, "gravity": [0, 0, -10]}
+    node = RobotNode(
+        context=ros_context,
+        namespace=spec.namespace,
+        parameter_overrides=[Parameter(k, value=v) for k, v in spec.parameters.items()],
+        use_global_arguments=False,
+    )
+    try:
+        assert node.settings.cutoff_hz == 5.0 and isinstance(node.settings.cutoff_hz, float)
+        assert node.settings.gravity_i0 == (0.0, 0.0, -10.0)
+    finally:
+        node.destroy_node()
 
 
 def test_bringup_names_a_missing_config_and_checks_without_running(capsys):

@@ -18,7 +18,6 @@ from test_package_metadata import cmake_executables, setup_py_console_scripts
 
 from inertia_estimation_ros.ros.graph import (
     STANDARD_PARAMETERS,
-    GraphError,
     data_file,
     load_graph,
     published_topics,
@@ -27,6 +26,7 @@ from inertia_estimation_ros.ros.nodes import node_interface
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "inertia_estimation_ros"
+AXES = ["--x", "--y", "--z", "--roll", "--pitch", "--yaw"]  # static_transform_publisher
 # Each launch file with the graph configs it is meant for (its default first).
 LAUNCHES = {
     "team_estimation.launch.py": ["team_example.yaml"],
@@ -230,10 +230,6 @@ def test_every_launch_file_has_the_standard_arguments(launch_file, monkeypatch):
     arguments = {"config": LAUNCHES[launch_file][0], "bag": "runs/bag"}
     default = launch(path, monkeypatch, **arguments)
     namespace = "team_a"
-    if launch_file == "gazebo_estimation.launch.py":  # the bridge's topics are absolute
-        with pytest.raises(GraphError, match="no namespace"):
-            launch(path, monkeypatch, namespace=namespace, **arguments)
-        namespace = ""
     started = launch(
         path, monkeypatch, namespace=namespace, use_sim_time="true", log_level="debug", **arguments
     )
@@ -258,19 +254,27 @@ def rviz_topics(path: Path) -> list[str]:
 def test_rviz_shows_topics_the_demo_graph_publishes():
     path = data_file("inertia_estimation.rviz", "rviz")
     config = yaml.safe_load(path.read_text())
-    assert config["Visualization Manager"]["Global Options"]["Fixed Frame"] == "robot_1/grasp"
+    # REP-105: the fixed frame is the simulation's world, the root of its one TF tree (the
+    # robots' and the estimate's frames hang below it; test_sim_tf.py, test_coordinator_node.py)
+    root = {p.name: p.default for p in node_interface("sim_node").parameters}["world_frame"]
+    assert config["Visualization Manager"]["Global Options"]["Fixed Frame"] == root == "world"
+    sim_node = load_graph("sim_paper000.yaml").node("/sim_node").parameters
+    assert sim_node.get("world_frame", root) == root and sim_node.get("publish_tf", True)
     topics = rviz_topics(path)
     assert "/coordinator_node/markers" in topics and "/robot_2/grasp_wrench" in topics
     missing = set(topics) - set(published_topics(load_graph("sim_paper000.yaml")))
     assert not missing, f"RViz shows topics no node of sim_paper000.yaml publishes: {missing}"
 
 
-def test_the_gazebo_launch_is_the_complete_graph(monkeypatch):
+@pytest.mark.parametrize("team", ["", "team_a"])
+def test_the_gazebo_launch_is_the_complete_graph(monkeypatch, team):
     """gz sim on the scenario's world, the bridge, a robot_state_publisher per robot and the
     estimation nodes: every topic the nodes need is bridged from the SDF's plugins with the
     type the node expects or published by a robot_state_publisher whose URDF has the robot
-    node's frames and the SDF's joints; everything runs on the bridged /clock."""
-    started = launch(ROOT / "launch" / "gazebo_estimation.launch.py", monkeypatch)
+    node's frames and the SDF's joints; everything runs on the bridged /clock. Each robot's
+    URDF root hangs from ``world`` at its SDF pose (REP-105). Under ``namespace:=team_a``
+    every ROS topic but /clock moves into it, Gazebo's topics stay."""
+    started = launch(ROOT / "launch" / "gazebo_estimation.launch.py", monkeypatch, namespace=team)
     kind = {type(a).__name__ for a in started}
     assert {"IncludeLaunchDescription", "SetEnvironmentVariable", "Node"} <= kind
     (gz,) = [a for a in started if type(a).__name__ == "IncludeLaunchDescription"]
@@ -283,6 +287,26 @@ def test_the_gazebo_launch_is_the_complete_graph(monkeypatch):
         for e in yaml.safe_load(Path(bridge.kwargs["parameters"][0]["config_file"]).read_text())
     }
     assert bridged["/clock"]["direction"] == "GZ_TO_ROS"
+    shipped = yaml.safe_load(
+        (ROOT / "gazebo" / "config" / "paper000_mocobots_bridge.yaml").read_text()
+    )
+    prefix = f"/{team}" if team else ""
+    assert sorted(bridged) == sorted(
+        e["ros_topic_name"] if e["ros_topic_name"] == "/clock" else prefix + e["ros_topic_name"]
+        for e in shipped
+    )
+    assert sorted(e["gz_topic_name"] for e in bridged.values()) == sorted(
+        e["gz_topic_name"] for e in shipped
+    )
+    includes = {
+        e.findtext("name"): e.findtext("pose").split()
+        for e in ET.parse(world).getroot().iter("include")
+    }
+    statics = {
+        a.kwargs["arguments"][-1]: a.kwargs["arguments"]
+        for a in nodes
+        if a.kwargs["package"] == "tf2_ros"
+    }
     publishers = {
         a.kwargs["namespace"]: a for a in nodes if a.kwargs["package"] == "robot_state_publisher"
     }
@@ -299,7 +323,11 @@ def test_the_gazebo_launch_is_the_complete_graph(monkeypatch):
             interface["joint_states"],
             "GZ_TO_ROS",
         )
+        assert namespace == f"{prefix}/{robot}"
         rsp = publishers[namespace]  # robot_description, latched, in the robot's namespace
+        static = statics[f"{robot}/home"]  # the URDF's root, at the robot's pose in the world
+        assert static[:12] == [a for pair in zip(AXES, includes[robot], strict=True) for a in pair]
+        assert static[12:14] == ["--frame-id", "world"]
         assert rsp.kwargs["parameters"][0]["use_sim_time"] is True
         urdf = ET.fromstring(rsp.kwargs["parameters"][0]["robot_description"])
         links = {e.get("name") for e in urdf.iter("link")}

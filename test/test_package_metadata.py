@@ -96,6 +96,7 @@ ROSDEP_KEYS = {
     "hypothesis": "python3-hypothesis-pip",
     "filterpy": "python3-filterpy-pip",
     "rigeo": "python3-rigeo-pip",
+    "catkin_pkg": "python3-catkin-pkg",
 }
 # Declared and needed, but never imported by name: why.
 NOT_IMPORTED = {
@@ -227,3 +228,67 @@ def test_colcon_test_runs_the_pytest_suite():
     assert "Test #1: pytest" in listed.stdout and "Total Tests: 1" in listed.stdout
     ctest = (build / "CTestTestfile.cmake").read_text()
     assert "pytest" in ctest and str(ROOT / "test") in ctest
+
+
+# ----- what colcon and rosdep read, checked with their own parser ---------------------------------
+def test_catkin_pkg_parses_and_validates_package_xml():
+    """catkin_pkg (the parser colcon, rosdep and bloom use) reads package.xml as format 3 with
+    the ament_cmake build type and finds nothing to warn about."""
+    from catkin_pkg.package import parse_package
+
+    warnings: list[str] = []
+    package = parse_package(str(ROOT / "package.xml"), warnings=warnings)
+    package.validate(warnings=warnings)
+    assert not warnings, warnings
+    assert package.package_format == 3 and package.name == cmake_project_name()
+    assert package.get_build_type() == "ament_cmake"
+    assert "ament_cmake_pytest" in {d.name for d in package.test_depends}
+
+
+def rosdep_rules() -> dict:
+    import yaml
+
+    return yaml.safe_load((ROOT / "rosdep" / "inertia_estimation_ros.yaml").read_text())
+
+
+def pinned(*files: str) -> dict[str, str]:
+    """requirement name (normalized) -> its ``==`` version in requirements/``files``."""
+    pins = {}
+    for name in files:
+        for line in (ROOT / "requirements" / name).read_text().splitlines():
+            line = line.split("#")[0].strip()
+            if line:
+                requirement, _, version = line.partition("==")
+                pins[normalized(requirement)] = version.strip()
+    return pins
+
+
+def normalized(requirement: str) -> str:
+    return re.split(r"[<>\[ ]", requirement)[0].lower().replace("_", "-").strip()
+
+
+def test_every_pip_key_resolves_through_our_rosdep_file_to_a_pinned_requirement():
+    """Each ``*-pip`` key of package.xml is defined in rosdep/inertia_estimation_ros.yaml for
+    Ubuntu and Debian as pip packages that requirements/*.txt pin, and that file defines no
+    key package.xml does not use (what ``rosdep install`` would resolve; the standard keys
+    such as python3-numpy come from rosdistro's base.yaml, which is not reachable here)."""
+    from catkin_pkg.package import parse_package
+
+    package = parse_package(str(ROOT / "package.xml"))
+    keys = {
+        d.name
+        for group in (package.build_depends, package.exec_depends, package.test_depends)
+        for d in group
+    } | {d.name for d in package.doc_depends}
+    pip_keys = {k for k in keys if k.endswith("-pip")}
+    rules = rosdep_rules()
+    assert set(rules) == pip_keys
+    requirements = pinned("runtime.txt", "test.txt", "build.txt")
+    for key, rule in rules.items():
+        for platform in ("ubuntu", "debian"):
+            packages = rule[platform]["pip"]["packages"]
+            assert packages, key
+            for entry in packages:  # a name, or name==version as requirements pins it
+                name, _, version = entry.partition("==")
+                assert normalized(name) in requirements, (key, entry)
+                assert version in ("", requirements[normalized(name)]), (key, entry)

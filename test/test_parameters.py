@@ -47,6 +47,9 @@ def test_values_come_from_overrides_and_defaults(ros_context):
         ({"robots": ["a"], "cutoff": [5.0]}, "must have 2 elements, has 1"),
         ({"robots": ["a"], "cutoff": [5.0, 500.0]}, "must be in [0.1, 100]"),
         ({"robots": ["a"], "cutoff": [5.0, float("nan")]}, "must be finite"),
+        ({"robots": ["a"], "rate": True}, "'/under_test.rate' = True must be a number"),
+        ({"robots": ["a"], "cutoff": [True, False]}, "must be a list of numbers"),
+        ({"robots": ["a"], "cutoff": [5, 500]}, "must be in [0.1, 100]"),
     ],
 )
 def test_bad_values_fail_with_a_message_that_names_them(ros_context, overrides, message):
@@ -54,4 +57,14 @@ def test_bad_values_fail_with_a_message_that_names_them(ros_context, overrides, 
     with pytest.raises(ParameterError) as error:
         declare(node, PARAMS)
     assert message in str(error.value)
+    node.destroy_node()
+
+
+def test_integers_are_taken_for_doubles_as_floats(ros_context):
+    """Users write ``rate: 50`` and ``cutoff: [5, 10]``: ROS parses integers, the node gets
+    floats."""
+    node = make_node(ros_context, robots=["a"], rate=50, cutoff=[5, 10])
+    values = declare(node, PARAMS)
+    assert values.rate == 50.0 and isinstance(values.rate, float)
+    assert values.cutoff == [5.0, 10.0] and all(isinstance(v, float) for v in values.cutoff)
     node.destroy_node()

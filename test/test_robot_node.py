@@ -15,11 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
 from scipy import signal
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState
@@ -38,7 +39,7 @@ from inertia_estimation_ros.ros.conversions import (
     to_wrench,
 )
 from inertia_estimation_ros.ros.interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS
-from inertia_estimation_ros.ros.nodes.robot_node import RobotNode
+from inertia_estimation_ros.ros.nodes.robot_node import STALE, RobotNode
 from inertia_estimation_ros.ros.parameters import ParameterError
 from inertia_estimation_ros.ros.spin import spin_until
 from inertia_estimation_ros.sim.scenario import read_scenario_yaml, run_scenario
@@ -665,3 +666,134 @@ def test_robot_node_parameters_that_cannot_work_are_refused(ros_context, gimbals
         start(namespace="")
     with pytest.raises(ParameterError, match="cutoff_hz"):
         start(cutoff_hz=-1.0)
+
+
+@pytest.mark.timeout(120)
+def test_robot_node_merges_joint_states_from_several_topics(ros_context, gimbals):
+    """The slides' controller and the wrist driver publish on topics of their own
+    (``joint_state_topics``): the node gives the samples of one complete JointState stream."""
+    rid = "robot_3"
+    record = gimbals.robots[rid]
+    topics = {"slides": "base/joint_states", "wrist": "arm/joint_states"}
+    h = Harness(
+        ros_context,
+        rid,
+        robot_description=record.urdf,
+        joint_state_topics=list(topics.values()),
+        has_torque=False,
+        cutoff_hz=0.0,
+        rate_hz=0.0,
+    )
+    try:
+        for part, topic in topics.items():
+            h.pub[part] = h.tester.create_publisher(JointState, topic, SENSOR_QOS)
+        assert h.connected("slides", "wrist", "ft_sensor")
+        chain = h.node.signals.kinematics.joint_names
+        names = list(record.joints.names)
+        parts = {
+            "slides": [k for k, n in enumerate(names) if n in chain[:3]],
+            "wrist": [k for k, n in enumerate(names) if n in chain[3:]],
+        }
+        for k in range(40):
+            whole = joint_state(record, k)
+            for part, index in parts.items():
+                msg = JointState(header=whole.header, name=[names[i] for i in index])
+                msg.position, msg.velocity, msg.effort = (
+                    [list(getattr(whole, f))[i] for i in index]
+                    for f in ("position", "velocity", "effort")
+                )
+                h.send(part, msg)
+            h.send("ft_sensor", ft_reading(record, k))
+        assert h.spin_until(lambda: len(h.out["grasp_state"]) == 38)
+        assert not h.node.signals.rejected
+        one_source = GraspSignals(settings(gimbals, rid), record.urdf)
+        expected = [s for k in range(40) for s in one_source_step(one_source, record, k)]
+        got = [grasp_sample(m) for m in h.out["grasp_state"]]
+        assert len(got) == len(expected) == 38
+        for a, b in zip(got, expected, strict=True):
+            assert a.stamp == pytest.approx(b.stamp, abs=1e-9)
+            np.testing.assert_allclose(a.T_i0_i, b.T_i0_i, atol=1e-12)
+            np.testing.assert_allclose(a.V_i, b.V_i, atol=1e-12)
+            np.testing.assert_allclose(a.dV_i, b.dV_i, atol=1e-9)
+            np.testing.assert_allclose(a.F_i[3:], b.F_i[3:], atol=1e-9)
+    finally:
+        h.close()
+
+
+def one_source_step(signals: GraspSignals, record, k: int) -> list:
+    """Sample k's complete JointState and F/T reading, through the core."""
+    return signals.add_joint_state(*joint_message(record, k)) + signals.add_wrench(
+        record.stamp[k], record.wrench.frame_id, record.wrench.wrench[k]
+    )
+
+
+def test_robot_node_refuses_joint_state_topics_it_cannot_merge(ros_context):
+    def start(topics: list[str]) -> None:
+        RobotNode(
+            context=ros_context,
+            namespace="robot_1",
+            parameter_overrides=[Parameter("joint_state_topics", value=topics)],
+            use_global_arguments=False,
+        )
+
+    with pytest.raises(ParameterError, match="names a topic twice"):
+        start(["joint_states", "/robot_1/joint_states"])
+    with pytest.raises(ParameterError, match="'arm joints' is not a topic name"):
+        start(["arm joints"])
+
+
+@pytest.mark.timeout(120)
+def test_robot_node_staleness_follows_the_ros_clock(ros_context, gimbals):
+    """Under ``use_sim_time`` (``ros2 bag play --clock``): a paused replay (neither /clock nor
+    data for longer than the staleness limit of wall time) raises no ERROR; a clock that runs
+    on, fast, without joint states does, with the silence in simulated seconds."""
+    rid = "robot_1"
+    record = gimbals.robots[rid]
+    h = Harness(
+        ros_context,
+        rid,
+        robot_description=record.urdf,
+        use_sim_time=True,
+        wrench_source="none",
+        has_torque=False,
+        cutoff_hz=0.0,
+        diagnostics_period=0.1,
+    )
+    clock = h.tester.create_publisher(Clock, "/clock", RELIABLE_QOS)
+
+    def tick(t: float) -> None:
+        clock.publish(Clock(clock=to_time(t)))
+        now = h.node.get_clock().now
+        assert h.spin_until(lambda: now().nanoseconds * 1e-9 >= t - 1e-9), "no /clock"
+
+    def levels(since: int) -> list[bytes]:
+        return [
+            d.status[0].level
+            for d in h.diagnostics[since:]
+            if d.status[0].name.startswith(f"/{rid}")
+        ]
+
+    try:
+        assert h.connected("joint_states")
+        assert h.spin_until(lambda: clock.get_subscription_count() > 0)
+        for k in range(20):
+            tick(record.stamp[k])
+            h.send("joint_states", joint_state(record, k))
+        assert h.spin_until(lambda: DiagnosticStatus.OK in levels(0))
+        paused = len(h.diagnostics)
+        h.spin_until(lambda: False, timeout=STALE + 1.0)  # paused: wall time only
+        assert len(levels(paused)) >= 5 and DiagnosticStatus.ERROR not in levels(paused)
+        t = record.stamp[19]
+        for _ in range(30):  # 3 simulated seconds, as fast as the node takes the clock
+            t += 0.1
+            tick(t)
+        assert h.spin_until(lambda: DiagnosticStatus.ERROR in levels(paused))
+        error = next(
+            d.status[0]
+            for d in h.diagnostics[paused:]
+            if d.status[0].level == DiagnosticStatus.ERROR
+        )
+        assert error.message.startswith("no joint_states for ")
+        assert STALE < float(error.message.split()[3]) <= 3.0 + 1e-6
+    finally:
+        h.close()

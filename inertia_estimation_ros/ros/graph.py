@@ -98,12 +98,14 @@ def _flatten(values: dict, prefix: str = "") -> dict[str, object]:
 
 
 def _type_problem(param: Param, value: object) -> str | None:
-    """Why a YAML value does not have the parameter's type, as ROS would see it (no implicit
-    int -> double: ``5`` is an integer, write ``5.0``)."""
+    """Why a YAML value does not have the parameter's type, as the node would see it: an
+    integer is accepted for a double (``5`` for ``5.0``, as the nodes accept it) and a list of
+    integers for a double array, but not a bool, and not a list mixing integers and floats
+    (ROS's YAML parser refuses mixed lists)."""
     scalar = {
         "bool": lambda v: isinstance(v, bool),
         "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "double": lambda v: isinstance(v, float),
+        "double": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
         "string": lambda v: isinstance(v, str),
     }
     kind = param.type.removesuffix("_array")
@@ -111,12 +113,12 @@ def _type_problem(param: Param, value: object) -> str | None:
         if not isinstance(value, list) or not value:
             return f"expected a non-empty list of {kind} values"
         if not all(scalar[kind](v) for v in value):
-            hint = " (write 1.0, not 1)" if kind == "double" else ""
-            return f"expected every element to be a {kind}{hint}"
+            return f"expected every element to be a {kind}"
+        if kind == "double" and len({type(v) for v in value}) > 1:
+            return "expected elements of one type: ROS refuses a list mixing 1 and 1.0 (write 1.0)"
         return None
     if not scalar[kind](value):
-        hint = " (write 5.0, not 5)" if kind == "double" and isinstance(value, int) else ""
-        return f"expected a {kind}{hint}"
+        return f"expected a {kind}"
     return None
 
 

@@ -5,9 +5,10 @@ description, range or choices, writable or read-only). ``declare`` declares them
 with a ``ParameterDescriptor`` (so ``ros2 param describe`` shows the description, range and
 whether it is read-only), reads the values (from YAML overrides or defaults) and validates
 them; a bad value raises ``ParameterError`` naming the node, the parameter, the value and what
-is allowed. An integer is accepted for a double (``sample_rate_hz:=100``). ``watch`` keeps the
-writable ones settable with ``ros2 param set``: the same checks refuse a bad value with the
-reason, and the node learns the new values. ``unknown_parameters`` names overrides that match
+is allowed. An integer is accepted for a double (``sample_rate_hz:=100``), integers for a
+double array (``gravity: [0, 0, -10]``), never a bool. ``watch`` keeps the writable ones
+settable with ``ros2 param set``: the same checks refuse a bad value with the reason, and the
+node learns the new values. ``unknown_parameters`` names overrides that match
 no declared parameter (a typo). The same lists generate the README's node tables.
 """
 
@@ -74,8 +75,9 @@ class Param:
             description=self.description,
             read_only=self.read_only,
             additional_constraints="; ".join([self.constraint_text(), *read_only]).strip("; "),
-            # A double also takes an integer (users type 100, not 100.0); ``problem`` checks it.
-            dynamic_typing=self.type == "double",
+            # A double (array) also takes integers (users type 100, not 100.0); ``problem``
+            # checks the values and ``coerce`` makes them floats.
+            dynamic_typing=self.type in ("double", "double_array"),
         )
         if self.bounds is not None and self.type == "double":
             descriptor.floating_point_range = [
@@ -104,19 +106,23 @@ class Param:
 
     def coerce(self, value: object) -> object:
         """The value as the node uses it: a list for arrays, a float for a double."""
+        if self.type == "double_array":
+            return [float(v) for v in value]
         if isinstance(value, list | tuple):
             return list(value)
-        if self.type == "double" and isinstance(value, int) and not isinstance(value, bool):
+        if self.type == "double" and _is_number(value):
             return float(value)
         return value
 
     def problem(self, value: object) -> str | None:
         """Why value is not allowed, or None if it is."""
-        if self.type == "double" and (
-            isinstance(value, bool) or not isinstance(value, int | float)
-        ):
+        if self.type == "double" and not _is_number(value):
             return f"must be a number, got {type(value).__name__}"
         items = value if isinstance(value, list | tuple) else [value]
+        if self.type == "double_array" and (
+            not isinstance(value, list | tuple) or not all(_is_number(v) for v in items)
+        ):
+            return f"must be a list of numbers, got {value!r}"
         if self.nonempty and len(items) == 0 or self.nonempty and value == "":
             return "must not be empty"
         if self.length is not None and len(items) != self.length:
@@ -129,6 +135,11 @@ class Param:
             if self.choices is not None and item not in self.choices:
                 return "must be one of " + ", ".join(self.choices)
         return None
+
+
+def _is_number(value: object) -> bool:
+    """An int or a float, not a bool (YAML's true is no number)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def declare(node: Node, params: list[Param]) -> SimpleNamespace:

@@ -18,8 +18,10 @@ from types import SimpleNamespace
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from rclpy.exceptions import InvalidTopicNameException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.validate_topic_name import validate_topic_name
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Header, String
 from tf2_msgs.msg import TFMessage
@@ -55,7 +57,7 @@ from ..runtime import diagnostics, run_executable, steady_timer
 TF_STATIC_QOS = QoSProfile(
     depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
-STALE = 2.0  # [s] without kinematic input (after some arrived) is an error
+STALE = 2.0  # [s] on the ROS clock without kinematic input (after some arrived): an error
 
 INTERFACE = NodeInterface(
     executable="robot_node",
@@ -99,7 +101,8 @@ INTERFACE = NodeInterface(
             "joint_states",
             "sensor_msgs/msg/JointState",
             "sensor",
-            "joint positions, velocities (and efforts); `kinematics_source: joint_states`",
+            "joint positions, velocities (and efforts); `kinematics_source: joint_states`; "
+            "each topic of `joint_state_topics` (their JointStates are merged)",
         ),
         Topic(
             "grasp_pose",
@@ -161,6 +164,15 @@ INTERFACE = NodeInterface(
             "joint_states",
             "joint_states (with the URDF) or grasp_pose (a PoseStamped of {i} in {i0})",
             choices=KINEMATICS_SOURCES,
+        ),
+        Param(
+            "joint_state_topics",
+            "string_array",
+            ["joint_states"],
+            "JointState topics merged into one state (e.g. [arm/joint_states, "
+            "gripper/joint_states], as joint_state_publisher's source_list); the one with the "
+            "joint nearest the grasp makes the samples, the others' joints are held",
+            nonempty=True,
         ),
         Param("robot_description", "string", "", "the URDF; empty: the robot_description topic"),
         Param(
@@ -271,7 +283,7 @@ class RobotNode(Node):
         if s.kinematics_source == "joint_states":
             if not p.robot_description:  # first: executors serve subscriptions in this order
                 self.create_subscription(String, "robot_description", self._on_urdf, LATCHED_QOS)
-            self.create_subscription(JointState, "joint_states", self._on_joints, SENSOR_QOS)
+            self._subscribe_joint_states(p.joint_state_topics)
         else:
             self.create_subscription(PoseStamped, "grasp_pose", self._on_pose, SENSOR_QOS)
         if s.wrench_source == "ft_sensor":
@@ -283,7 +295,7 @@ class RobotNode(Node):
             self, p, s.robot_id, s.frame_id(s.grasp_frame)
         )
         self._urdf = p.robot_description
-        self._last_input = None  # monotonic time of the last kinematic message
+        self._last_input: float | None = None  # ROS time of the last kinematic message [s]
         self._report = {"time": time.monotonic(), "accepted": 0, "emitted": 0}
         self._report |= {"rejected": 0, "missing": 0}
         steady_timer(self, p.diagnostics_period, self._publish_diagnostics)
@@ -318,6 +330,26 @@ class RobotNode(Node):
         except ValueError as error:
             raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
 
+    def _subscribe_joint_states(self, topics: list[str]) -> None:
+        """One subscription per JointState topic; a duplicate or an invalid name is refused."""
+        resolved = []
+        for topic in topics:
+            try:
+                validate_topic_name(topic)
+            except InvalidTopicNameException as error:
+                raise ParameterError(
+                    f"parameter '{self.get_fully_qualified_name()}.joint_state_topics': "
+                    f"{topic!r} is not a topic name: {error}"
+                ) from None
+            resolved.append(self.resolve_topic_name(topic))
+        if len(set(resolved)) < len(resolved):
+            raise ParameterError(
+                f"parameter '{self.get_fully_qualified_name()}.joint_state_topics' = {topics} "
+                f"names a topic twice ({resolved}): list each JointState topic once"
+            )
+        for topic in topics:
+            self.create_subscription(JointState, topic, self._on_joints, SENSOR_QOS)
+
     # ----- inputs ---------------------------------------------------------------------------
     def _on_tf_static(self, msg: TFMessage) -> None:
         for tf in msg.transforms:
@@ -336,8 +368,12 @@ class RobotNode(Node):
             self.model_error = f"robot_description cannot be used: {error}"
             self.get_logger().error(self.model_error)
 
+    def _now(self) -> float:
+        """The node's ROS time [s]: simulated time under use_sim_time (bags, simulators)."""
+        return self.get_clock().now().nanoseconds * 1e-9
+
     def _on_joints(self, msg: JointState) -> None:
-        self._last_input = time.monotonic()
+        self._last_input = self._now()
         self._publish(
             self.signals.add_joint_state(
                 seconds(msg.header.stamp),
@@ -349,7 +385,7 @@ class RobotNode(Node):
         )
 
     def _on_pose(self, msg: PoseStamped) -> None:
-        self._last_input = time.monotonic()
+        self._last_input = self._now()
         samples = self.signals.add_pose(
             seconds(msg.header.stamp), msg.header.frame_id, pose_matrix(msg.pose)
         )
@@ -417,11 +453,9 @@ class RobotNode(Node):
             return "WARN", "waiting for the URDF on robot_description"
         if self._last_input is None:
             return "WARN", f"waiting for {s.kinematics_source}"
-        if time.monotonic() - self._last_input > STALE:
-            return (
-                "ERROR",
-                f"no {s.kinematics_source} for {time.monotonic() - self._last_input:.1f} s",
-            )
+        silence = self._now() - self._last_input
+        if silence > STALE:
+            return "ERROR", f"no {s.kinematics_source} for {silence:.1f} s"
         problems = signals.notes
         if rejected:
             problems.append(f"{rejected} messages rejected ({signals.last_error})")

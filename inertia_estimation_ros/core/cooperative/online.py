@@ -47,7 +47,8 @@ import numpy as np
 from ..regressor import body_regressor
 from ..samples import GraspSample
 from ..signals import CausalLowpass
-from .correlated_noise import ResidualCorrelation, pooled_inflation
+from .correlated_noise import BlockSums, pooled_block_inflation
+from .diagnostics import covariance_from_information
 from .dynamics import ParameterFit, WrenchMoments, consensus_covariance, fit_parameters
 from .estimate import Evidence, Stage, TeamEstimate, assemble_estimate
 from .external_wrench import (
@@ -56,6 +57,8 @@ from .external_wrench import (
     judge_segments,
     judgement_evidence,
     phase_group,
+    wrench_blocks,
+    wrench_residual_map,
 )
 from .grasp_kinematics import (
     GraspKinematics,
@@ -155,7 +158,8 @@ class TeamEstimator:
         self._detector = _PhaseDetector(settings)
         cutoff = settings.input_cutoff_hz
         self._input_filter = CausalLowpass(settings.sample_rate_hz, cutoff) if cutoff else None
-        self._kinematic_correlation = ResidualCorrelation(settings.residual_correlation_lags)
+        dim = 12 * n + 1 if settings.kinematics_source == "poses" else 6 * n
+        self._kinematic_blocks = BlockSums(dim, settings.sample_rate_hz)
         self._kinematics: GraspKinematics | None = None
         self._fit = None
         self._maps: dict[str, np.ndarray] = {}
@@ -246,14 +250,14 @@ class TeamEstimator:
         z = V.ravel()
         y = np.concatenate([np.concatenate([Ti[:3, :3].ravel(), Ti[:3, 3]]) for Ti in T] + [[1.0]])
         if phase == "moving":
-            self._twists.add(z, self._kinematic_weight("twists", z))
+            self._add_kinematic("twists", z)
             self._dtwists["dynamic"].add(dV.ravel())
             self._omega += np.outer(V[self._s, :3], V[self._s, :3])
             self._alpha += np.outer(dV[self._s, :3], dV[self._s, :3])
             self._counts["kinematics"] += 1
         elif phase == "static":
             self._dtwists["static"].add(dV.ravel())
-        self._poses.add(y, self._kinematic_weight("poses", y))
+        self._add_kinematic("poses", y)
         for k, rid in enumerate(self.robot_ids):
             if has_g[k]:
                 self._gravity[rid].add(T[k], g[k])
@@ -262,14 +266,19 @@ class TeamEstimator:
             self._add_wrench(phase, V, dV, F, g, has_g, samples)
         return phase
 
+    def _add_kinematic(self, kind: str, x: np.ndarray) -> None:
+        """A twist or pose row into its moments (and, for the fit's source, the block sums)."""
+        weight = self._kinematic_weight(kind, x)
+        (self._twists if kind == "twists" else self._poses).add(x, weight)
+        if kind == self.settings.kinematics_source and self.settings.residual_correlation_lags:
+            self._kinematic_blocks.add(weight * x)
+
     def _kinematic_weight(self, kind: str, x: np.ndarray) -> float:
         """Robust weight of a twist or pose row from its residual with the latest fit."""
         P = self._maps.get(kind)
         if P is None:
             return 1.0
         r = P @ x
-        if kind == self.settings.kinematics_source:
-            self._kinematic_correlation.add(r)
         dof = P.shape[0] - (6 if kind == "twists" else 0)
         loss, scale = self.settings.robust_loss, self.settings.robust_scale
         norm = np.array([np.linalg.norm(r)])
@@ -314,6 +323,10 @@ class TeamEstimator:
             self._tilts += np.outer(g_s, g_s) / (g_s @ g_s)
         self._counts[group] += 1
         segment = self._segments.add(float(self._last_stamp), group + OWN_MOTION, Y, F)
+        if self.settings.residual_correlation_lags:
+            wrench_blocks(segment, self.settings.sample_rate_hz).add(
+                np.concatenate([Y.ravel(), F.ravel()])
+            )
         if "wrench_maps" in self._maps:
             r = np.einsum("iab,ib->a", self._maps["wrench_maps"], F) - Y @ self._fit.theta
             segment.correlation.add(self._maps["wrench_whitener"] @ r)
@@ -388,9 +401,8 @@ class TeamEstimator:
             last.twist_noise if last else None,
             1 if last else 3,
         )
-        inflation = self._kinematic_correlation.inflation()
         if self.settings.kinematics_source == "twists":
-            return twist_fit.inflated(inflation)
+            return twist_fit.inflated(self._kinematic_inflation(twist_fit, self._twists))
         gravity = self._gravity if all(h.count for h in self._gravity.values()) else None
         fit = refine_grasps_from_poses(
             self._poses,
@@ -401,7 +413,11 @@ class TeamEstimator:
             last.T_s0_i0 if last and last.T_s0_i0 else None,
             gravity,
         )
-        return fit.inflated(inflation)
+        return fit.inflated(self._kinematic_inflation(fit, self._poses))
+
+    def _kinematic_inflation(self, fit: GraspKinematics, moments: StackedMoments) -> float:
+        """Batch-means inflation of the fit's own residuals (``BlockSums``)."""
+        return self._kinematic_blocks.inflation(residual_map_of(fit, moments))
 
     def _solve_parameters(self) -> ParameterFit | None:
         """Judge the wrench segments, then fit theta on those in use (None if none is)."""
@@ -419,8 +435,22 @@ class TeamEstimator:
         self._groups = segments.pooled(judgement.used, dV_covariance)
         if not self._groups:
             return None
-        inflation = pooled_inflation(s.correlation for s in segments.segments if s.used)
-        return fit_parameters(self._groups, kin.T_s_i, self.reference_id, kin.covariance, inflation)
+        fit = fit_parameters(self._groups, kin.T_s_i, self.reference_id, kin.covariance)
+        inflation = self._wrench_inflation(fit)
+        data = covariance_from_information(fit.information)
+        return replace(fit, covariance=fit.covariance + (inflation - 1.0) * data)
+
+    def _wrench_inflation(self, fit: ParameterFit) -> float:
+        """Batch-means inflation of the fit's own net-wrench residuals over the segments in
+        use, each whitened with its group's noise (``wrench_blocks``): schedule-free."""
+        kin = self._kinematics
+        parts = [
+            (s.blocks, wrench_residual_map(kin.T_s_i, group, fit.theta, fit.noise[s.group]))
+            for s in self._segments.segments
+            if s.used and s.blocks is not None
+            for group in [self._groups[s.group]]
+        ]
+        return pooled_block_inflation(parts)
 
     def _group_information(self, group: str) -> np.ndarray:
         """Information of a phase group ("static", "dynamic"), all its segment groups."""

@@ -19,10 +19,9 @@ from damage import DAMAGE, damaged_copy, simulated_run
 from rclpy.context import Context
 from rclpy.node import Node
 from std_srvs.srv import Trigger
-from test_fault_matrix import EXPECTED, ROBOT
+from test_fault_matrix import EXPECTED, ROBOT, estimated
 
 from inertia_estimation_ros.bags import read_bag
-from inertia_estimation_ros.commands.estimate import estimate_bag
 from inertia_estimation_ros.commands.report import comparison_rows
 from inertia_estimation_ros.msg import GraspState, PayloadEstimate
 from inertia_estimation_ros.ros.bringup import start_graph
@@ -122,7 +121,7 @@ def live(tmp_path_factory):
 @pytest.fixture(scope="module")
 def offline():
     """The undamaged bag's offline final estimate: name -> row."""
-    result = estimate_bag(simulated_run() / "bag")
+    result = estimated(None)  # shared with test_fault_matrix in one session
     return {row.name: row for row in comparison_rows(result.final, result.truth)}
 
 

@@ -49,7 +49,13 @@ from ..samples import GraspSample
 from ..signals import CausalLowpass
 from .correlated_noise import BlockSums, pooled_block_inflation
 from .diagnostics import covariance_from_information
-from .dynamics import ParameterFit, WrenchMoments, consensus_covariance, fit_parameters
+from .dynamics import (
+    ParameterFit,
+    WrenchMoments,
+    consensus_covariance,
+    fit_parameters,
+    segment_overdispersion,
+)
 from .estimate import Evidence, Stage, TeamEstimate, assemble_estimate
 from .external_wrench import (
     OWN_MOTION,
@@ -438,7 +444,9 @@ class TeamEstimator:
         fit = fit_parameters(self._groups, kin.T_s_i, self.reference_id, kin.covariance)
         inflation = self._wrench_inflation(fit)
         data = covariance_from_information(fit.information)
-        return replace(fit, covariance=fit.covariance + (inflation - 1.0) * data)
+        used = [(s.moments, fit.noise[s.group]) for s in segments.segments if s.used]
+        excess = segment_overdispersion(used, kin.T_s_i, fit.theta, fit.information, inflation)
+        return replace(fit, covariance=fit.covariance + (inflation - 1.0) * data + excess)
 
     def _wrench_inflation(self, fit: ParameterFit) -> float:
         """Batch-means inflation of the fit's own net-wrench residuals over the segments in

@@ -70,9 +70,11 @@ from .grasp_kinematics import (
     GraspKinematics,
     HomeGravity,
     StackedMoments,
+    clock_sensitivity,
     consensus_map,
     consensus_noise,
     noise_precision,
+    pose_rate_rows,
     refine_grasps,
     refine_grasps_from_poses,
     residual_map_of,
@@ -166,6 +168,8 @@ class TeamEstimator:
         self._input_filter = CausalLowpass(settings.sample_rate_hz, cutoff) if cutoff else None
         dim = 12 * n + 1 if settings.kinematics_source == "poses" else 6 * n
         self._kinematic_blocks = BlockSums(dim, settings.sample_rate_hz)
+        self._clock_sigma: dict[str, float] = {}  # std of each robot's clock offset [s]
+        self._pose_rates: dict[str, np.ndarray] = {}  # sum_k w [y_k; ydot_i,k] ydot_i,k^T
         self._kinematics: GraspKinematics | None = None
         self._fit = None
         self._maps: dict[str, np.ndarray] = {}
@@ -174,6 +178,16 @@ class TeamEstimator:
         self._dirty = True
         self._frozen = False
         self._estimate: TeamEstimate | None = None
+
+    def set_clock_sigma(self, sigma: Mapping[str, float]) -> None:
+        """Std [s] of the clock offsets used to align each robot's samples: from now on the
+        grasp covariance includes what they move the grasps (``clock_sensitivity``)."""
+        self._clock_sigma = {
+            r: float(v) for r, v in sigma.items() if r != self.reference_id and v > 0
+        }
+        dim = 12 * len(self.robot_ids) + 1
+        for rid in self._clock_sigma:
+            self._pose_rates.setdefault(rid, np.zeros((dim + 12, 12)))
 
     def freeze(self) -> None:
         """Stop accumulating; the estimate stays as it is, with stage FROZEN."""
@@ -263,7 +277,11 @@ class TeamEstimator:
             self._counts["kinematics"] += 1
         elif phase == "static":
             self._dtwists["static"].add(dV.ravel())
-        self._add_kinematic("poses", y)
+        weight = self._add_kinematic("poses", y)
+        for rid, D in self._pose_rates.items():
+            k = self.robot_ids.index(rid)
+            rate = pose_rate_rows(T[k], V[k])
+            D += np.outer(weight * np.concatenate([y, rate]), rate)
         for k, rid in enumerate(self.robot_ids):
             if has_g[k]:
                 self._gravity[rid].add(T[k], g[k])
@@ -272,12 +290,13 @@ class TeamEstimator:
             self._add_wrench(phase, V, dV, F, g, has_g, samples)
         return phase
 
-    def _add_kinematic(self, kind: str, x: np.ndarray) -> None:
+    def _add_kinematic(self, kind: str, x: np.ndarray) -> float:
         """A twist or pose row into its moments (and, for the fit's source, the block sums)."""
         weight = self._kinematic_weight(kind, x)
         (self._twists if kind == "twists" else self._poses).add(x, weight)
         if kind == self.settings.kinematics_source and self.settings.residual_correlation_lags:
             self._kinematic_blocks.add(weight * x)
+        return weight
 
     def _kinematic_weight(self, kind: str, x: np.ndarray) -> float:
         """Robust weight of a twist or pose row from its residual with the latest fit."""
@@ -419,7 +438,18 @@ class TeamEstimator:
             last.T_s0_i0 if last and last.T_s0_i0 else None,
             gravity,
         )
-        return fit.inflated(self._kinematic_inflation(fit, self._poses))
+        fit = fit.inflated(self._kinematic_inflation(fit, self._poses))
+        return fit.with_added_covariance(self._clock_covariance(fit, gravity))
+
+    def _clock_covariance(self, fit: GraspKinematics, gravity: object) -> np.ndarray:
+        """sum_i sigma_i^2 J_i J_i^T: the grasps' uncertainty from the clock offsets."""
+        extra = np.zeros_like(fit.covariance)
+        if not self._clock_sigma or not self._poses.samples:
+            return extra
+        J = clock_sensitivity(self._poses, self._pose_rates, fit, gravity)
+        for rid, sigma in self._clock_sigma.items():
+            extra += sigma**2 * np.outer(J[rid], J[rid])
+        return extra
 
     def _kinematic_inflation(self, fit: GraspKinematics, moments: StackedMoments) -> float:
         """Batch-means inflation of the fit's own residuals (``BlockSums``)."""

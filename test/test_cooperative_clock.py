@@ -147,3 +147,40 @@ def test_synchronized_clocks_give_offsets_within_their_sigma_for_every_schedule(
                     offset = found[other]
                     assert 0 < offset.sigma < 1e-3 and not offset.advice
                     assert abs(offset.offset) < 3 * offset.sigma, (k, other, offset)
+
+
+def grasps_after(delay: float, clock_sigma: dict | None = None) -> dict:
+    """TeamEstimator's final grasps (noisy poses) when robot_2's sample stamped t was taken
+    at t + delay (its clock offset misjudged by delay); the same noise for every delay."""
+    grid = np.arange(0, 4, 0.01)
+    times = {"robot_1": grid, "robot_2": grid + delay, "robot_3": grid}
+    noise = an.NoiseModel(position_std=1e-3, angle_std=2e-3)
+    offsets = {"robot_1": 0.0, "robot_2": -delay, "robot_3": 0.0}
+    _, _, sim = recorded(times, seed=4, noise=noise, offsets=offsets)
+    estimator = TeamEstimator(tuple(sim.measured), "robot_1")
+    if clock_sigma:
+        estimator.set_clock_sigma(clock_sigma)
+    for k in range(len(grid)):
+        estimator.update({r: s.sample(k) for r, s in sim.measured.items()})
+    return {g.robot_id: g for g in estimator.estimate_now().grasps}
+
+
+def test_the_clock_offsets_sigma_enters_the_grasp_covariance_with_its_true_effect():
+    """Issue 15 item 9: an offset known to sigma moves the grasps by J delta; the covariance
+    gains sigma^2 J J^T. J, from the fit's own moments, against the grasps actually moved
+    by robot_2's samples taken 2 ms late and early (central difference, same noise)."""
+    delta, sigma = 2e-3, 1e-3
+    late, early = grasps_after(delta)["robot_2"], grasps_after(-delta)["robot_2"]
+    moved = np.concatenate(
+        [
+            sp.log3(late.T_s_i[:3, :3] @ early.T_s_i[:3, :3].T),
+            late.T_s_i[:3, 3] - early.T_s_i[:3, 3],
+        ]
+    ) / (2 * delta)
+    plain = grasps_after(0.0)["robot_2"].covariance
+    stated = grasps_after(0.0, {"robot_2": sigma})["robot_2"].covariance
+    values, vectors = np.linalg.eigh(stated - plain)
+    assert values[:-1] == pytest.approx(0.0, abs=1e-3 * values[-1])  # rank one: sigma^2 J J^T
+    J = vectors[:, -1] * np.sqrt(values[-1]) / sigma
+    assert abs(J @ moved) / (np.linalg.norm(J) * np.linalg.norm(moved)) > 0.99
+    assert np.linalg.norm(J) == pytest.approx(np.linalg.norm(moved), rel=0.05)

@@ -22,7 +22,9 @@ from inertia_estimation_ros.core.cooperative import (
     estimate_offline,
 )
 from inertia_estimation_ros.core.cooperative.correlated_noise import (
+    BlockSums,
     ResidualCorrelation,
+    pooled_block_inflation,
     pooled_inflation,
     variance_inflation,
 )
@@ -357,6 +359,28 @@ def test_residual_autocorrelation_pools_across_batches_and_segments():
     assert first.inflation() == pytest.approx(expected, rel=0.05)
     assert pooled_inflation([single]) == pytest.approx(expected, rel=1e-12)
     assert pooled_inflation([ResidualCorrelation(30)]) == 1.0
+
+
+def test_block_sums_give_the_long_run_variance_of_any_residual_map():
+    """Batch means on the measurements x_k serve any residual map P chosen later: an AR(1)
+    component (rho = 0.8: long-run variance factor (1 + rho) / (1 - rho) = 9) and a white one
+    in one stacked vector; each map finds its own factor, and two accumulators pool."""
+    rng = np.random.default_rng(5)
+    n, rho = 40000, 0.8
+    ar = np.zeros(n)
+    shocks = rng.normal(size=n)
+    for k in range(1, n):
+        ar[k] = rho * ar[k - 1] + shocks[k]
+    X = np.stack([ar, rng.normal(size=n), np.ones(n)], axis=1)
+    first, second = BlockSums(3, 100.0), BlockSums(3, 100.0)
+    for k, x in enumerate(X):
+        (first if k < n // 2 else second).add(x)
+    correlated, white = np.array([[1.0, 0.0, 0.0]]), np.array([[0.0, 1.0, 0.0]])
+    assert first.inflation(correlated) == pytest.approx(9.0, rel=0.2)
+    assert first.inflation(white) == pytest.approx(1.0, abs=0.25)
+    pooled = pooled_block_inflation([(first, correlated), (second, correlated)])
+    assert pooled == pytest.approx(9.0, rel=0.15)
+    assert BlockSums(3, 100.0).inflation(correlated) == 1.0  # no data: no inflation
 
 
 def test_the_stated_false_alarm_rate_holds_and_untestable_segments_show_nothing():

@@ -14,6 +14,10 @@ not depend on the schedule of the solves before it."""
 
 from __future__ import annotations
 
+import tempfile
+from functools import cache
+from pathlib import Path
+
 import numpy as np
 import pytest
 from damage import DAMAGE, damaged_copy, simulated_run
@@ -34,10 +38,19 @@ EXPECTED = {
 }
 
 
+@cache
+def estimated(damage: str | None):
+    """``estimate`` on the simulator bag, damaged by ``damage`` (None: undamaged), once."""
+    bag = simulated_run() / "bag"
+    if damage is not None:
+        bag = damaged_copy(bag, Path(tempfile.mkdtemp(prefix="fault_")) / "bag", ROBOT, damage)
+    return estimate_bag(bag)
+
+
 @pytest.fixture(scope="module")
 def clean():
     """The undamaged bag's final estimate: name -> row."""
-    result = estimate_bag(simulated_run() / "bag")
+    result = estimated(None)
     return {row.name: row for row in comparison_rows(result.final, result.truth)}
 
 
@@ -46,10 +59,9 @@ def test_every_damage_class_has_an_expected_outcome():
 
 
 @pytest.mark.parametrize("damage", list(EXPECTED))
-def test_fault_matrix(damage, clean, tmp_path):
+def test_fault_matrix(damage, clean):
     outcome, reason, words = EXPECTED[damage]
-    bag = damaged_copy(simulated_run() / "bag", tmp_path / "bag", ROBOT, damage)
-    result = estimate_bag(bag)
+    result = estimated(damage)
     rows = comparison_rows(result.final, result.truth)
     valid = [row for row in rows if row.sigma is not None]
     refused = {r: n for (rid, r), n in result.pipeline.rejected.items() if rid == ROBOT}
@@ -80,4 +92,27 @@ def test_the_final_solve_does_not_depend_on_the_solve_schedule(clean):
     result = estimate_bag(simulated_run() / "bag", period=0.5)
     mass = next(r for r in comparison_rows(result.final, result.truth) if r.name == "mass [kg]")
     assert mass.value == pytest.approx(clean["mass [kg]"].value, rel=1e-6)
+    for name in ("T_s_robot_2 px [m]", "T_s_robot_3 rotvec z [deg]", "mass [kg]"):  # sigma too
+        row = next(r for r in comparison_rows(result.final, result.truth) if r.name == name)
+        assert row.sigma == pytest.approx(clean[name].sigma, rel=1e-6), name
     assert abs(mass.value - mass.truth) < 3 * mass.sigma
+
+
+def grasp_ratios(result) -> np.ndarray:
+    """|error| / sigma of every grasp component (positions, rotation vectors) against truth."""
+    rows = comparison_rows(result.final, result.truth)
+    return np.array([abs(r.value - r.truth) / r.sigma for r in rows if r.name.startswith("T_s_")])
+
+
+def test_stated_grasp_sigma_covers_the_errors_on_clean_and_damaged_input():
+    """Items 4/5: the grasp frames' stated sigma was 4-7x too small on this bag (the residual
+    autocorrelation that inflates it was measured on the residuals of earlier fits, and
+    there were none before the final solve: inflation 1 where batch means find ~14). Pooled
+    over the undamaged bag and the one that lost 1 in 4 samples (24 components, nearly the
+    same data twice): the mean of (|error|/sigma)^2 is 1 for an honest sigma; before the fix
+    it was ~10, now 2.15 on this bag (seed 7) and 0.7-1.0 on seeds 0 and 1; the coverage
+    over seeds is in bench/bench_damage.py."""
+    lost = estimated("1 in 4 samples lost")
+    z = np.concatenate([grasp_ratios(estimated(None)), grasp_ratios(lost)])
+    assert np.mean(z**2) < 3.0, np.round(z, 2)
+    assert z.max() < 4.0, np.round(z, 2)

@@ -57,6 +57,7 @@ def quantities(msg: Any) -> Quantities:
     from scipy.spatial.transform import Rotation
 
     from ..core.cooperative.payload_properties import payload_properties
+    from ..core.spatial import log3_covariance
     from ..ros.conversions import covariance_matrix, seconds, transform_matrix
 
     grasps = {}
@@ -64,9 +65,13 @@ def quantities(msg: Any) -> Quantities:
         for g in msg.grasps:
             T = transform_matrix(g.transform)
             C = covariance_matrix(g.covariance)  # core order (dphi, dp); None: zero
-            std = np.sqrt(np.clip(np.diag(C), 0, None)) if C is not None else np.zeros(6)
+            C = np.zeros((6, 6)) if C is None else C
+            std = np.sqrt(np.clip(np.diag(C), 0, None))
             rotvec = np.rad2deg(Rotation.from_matrix(T[:3, :3]).as_rotvec())
-            grasps[g.robot_id] = (T[:3, 3], std[3:], rotvec, np.rad2deg(std[:3]))
+            # the rotation vector's own sigma, not that of the perturbation dphi
+            rotvec_C = log3_covariance(T[:3, :3], C[:3, :3])
+            rotvec_std = np.rad2deg(np.sqrt(np.clip(np.diag(rotvec_C), 0, None)))
+            grasps[g.robot_id] = (T[:3, 3], std[3:], rotvec, rotvec_std)
     theta = np.asarray(msg.parameters, dtype=float)
     covariance = np.asarray(msg.parameter_covariance, dtype=float).reshape(10, 10)
     mass = com = inertia = moments = None

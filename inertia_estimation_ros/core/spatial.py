@@ -155,6 +155,13 @@ def log6(T: ArrayLike) -> np.ndarray:
     return np.concatenate([phi, np.linalg.solve(_left_jacobian_so3(phi), T[:3, 3])])
 
 
+def log3_covariance(R: ArrayLike, C_phi: ArrayLike) -> np.ndarray:
+    """Covariance of log3(R) for R = exp([dphi]) R_hat, dphi ~ N(0, C_phi) at first order:
+    J^-1 C_phi J^-T with J the left Jacobian at log3(R_hat) (d log3 = J^-1 dphi)."""
+    J_inv = np.linalg.inv(_left_jacobian_so3(log3(R)))
+    return J_inv @ np.asarray(C_phi, dtype=float) @ J_inv.T
+
+
 def rotation_angle(R: ArrayLike) -> float:
     """The angle [rad] of a rotation matrix, in [0, pi]."""
     return float(np.linalg.norm(log3(R)))

@@ -498,6 +498,8 @@ class TeamPipeline:
             return
         for team in self._teams():
             team.aligner.set_offsets({r: v for r, v in trusted.items() if r in team.robot_ids})
+            sigma = {r: self.offsets[r].sigma for r in trusted if r in team.robot_ids}
+            team.estimator.set_clock_sigma(sigma)
         if waiting:
             self._release_waiting()
 

@@ -6,6 +6,14 @@ factor kappa = 1 + 2 sum_l (1 - l / (L + 1)) rho_l (Bartlett-weighted autocorrel
 rho_l of the whitened residuals, lags l = 1..L). ``ResidualCorrelation`` accumulates it
 in constant memory, one sample or one batch at a time, and several of them pool
 (``pooled_inflation``); ``variance_inflation`` does it for one batch.
+
+``BlockSums`` estimates the same factor by batch means, from the stacked measurement
+vectors x_k themselves rather than from residuals: residuals r_k = P x_k are linear in
+x_k, so the sums of consecutive blocks of x_k give the variance of the residuals' block
+sums for any residual map P, the final fit's included. A solve from scratch then gets the
+inflation of its own residuals whatever fits came before it (issue 15: the residual
+accumulators fed by the previous fit's residuals were empty when no fit preceded the
+final one, and the grasp frames of ``test_graph`` were stated with sigma 4-7x too small).
 """
 
 from __future__ import annotations
@@ -31,6 +39,61 @@ def variance_inflation(residuals: np.ndarray, lags: int) -> float:
         return 1.0
     lagged = np.array([np.sum(r[l:] * r[:-l]) for l in range(1, lags + 1)])
     return _kappa(lagged, float(np.sum(r * r)))
+
+
+BLOCK_SECONDS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)  # batch-means block lengths
+MIN_BLOCKS = 8  # a block length counts once this many blocks are complete
+
+
+class BlockSums:
+    """Second moments of the sums of consecutive blocks of stacked vectors x_k (batch means).
+
+    For each block length L (1, and ``BLOCK_SECONDS`` at ``rate_hz``) it keeps
+    S_L = sum_b s_b s_b^T of the completed blocks' sums s_b = sum_{k in b} x_k, and the
+    running partial sums. Constant memory; several pool (``absorb``).
+    """
+
+    def __init__(self, dim: int, rate_hz: float, seconds: Iterable[float] = BLOCK_SECONDS) -> None:
+        self.lengths = np.array(sorted({1} | {max(2, round(t * rate_hz)) for t in seconds}))
+        self.partial = np.zeros((len(self.lengths), dim))
+        self.filled = np.zeros(len(self.lengths), dtype=int)
+        self.S = np.zeros((len(self.lengths), dim, dim))
+        self.blocks = np.zeros(len(self.lengths), dtype=int)
+
+    def add(self, x: np.ndarray) -> None:
+        """One stacked vector (weighted as in the moments it accompanies)."""
+        self.partial += x
+        self.filled += 1
+        for k in np.flatnonzero(self.filled == self.lengths):
+            self.S[k] += np.outer(self.partial[k], self.partial[k])
+            self.blocks[k] += 1
+            self.partial[k] = 0.0
+            self.filled[k] = 0
+
+    def absorb(self, other: BlockSums) -> None:
+        """Pool another accumulator's completed blocks (its partial blocks are dropped)."""
+        self.S = self.S + other.S
+        self.blocks = self.blocks + other.blocks
+
+    def inflation(self, P: np.ndarray) -> float:
+        """kappa of the residuals r_k = P x_k: the largest over the block lengths L with at
+        least ``MIN_BLOCKS`` blocks of var(block sum) / (L var(r_k)); 1 when none has."""
+        return pooled_block_inflation([(self, P)])
+
+
+def pooled_block_inflation(parts: Iterable[tuple[BlockSums, np.ndarray]]) -> float:
+    """``BlockSums.inflation`` pooled over accumulators, each with its residual map P
+    (whitened, so that every part's residuals count alike); 1 when none has data."""
+    parts = list(parts)
+    if not parts:
+        return 1.0
+    lengths = parts[0][0].lengths
+    power = sum(np.einsum("ab,lbc,ac->l", P, sums.S, P) for sums, P in parts)
+    blocks = sum(sums.blocks for sums, _ in parts)
+    if blocks[0] == 0 or power[0] <= 0:
+        return 1.0
+    ratios = (power / np.maximum(blocks, 1)) / (lengths * power[0] / blocks[0])
+    return float(max([1.0, *ratios[(blocks >= MIN_BLOCKS) & (lengths > 1)]]))
 
 
 class ResidualCorrelation:

@@ -333,3 +333,33 @@ def fit_parameters(
         {g: m.samples for g, m in groups.items()},
         group_information,
     )
+
+
+def segment_overdispersion(
+    segments: Sequence[tuple[WrenchMoments, tuple[float, float]]],
+    T_s_i: Mapping[str, np.ndarray],
+    theta: np.ndarray,
+    information: np.ndarray,
+    inflation: float = 1.0,
+) -> np.ndarray:
+    """Covariance of theta that the segments' disagreement adds to the noise model's (10x10).
+
+    Each segment j (its moments and its group's noise) has the score g_j = eta_j - I_j theta
+    (``normal_equations``). Under the noise model Var(g_j) = inflation I_j; errors the model
+    lacks (an unmeasured wrench that varies from segment to segment, model errors) make the
+    scores scatter more. The excess H^+ (sum_j g_j g_j^T - inflation sum_j I_j) H^+ of this
+    sandwich over the model's covariance, its positive part, is what they add.
+    """
+    B, expected = np.zeros((10, 10)), np.zeros((10, 10))
+    for moments, (sigma_f, sigma_m) in segments:
+        A_f, A_m = moments.noise_structure(T_s_i)
+        C = sigma_f**2 * A_f + sigma_m**2 * A_m
+        info, eta = moments.normal_equations(
+            T_s_i, np.linalg.inv(C + 1e-12 * np.trace(C) * np.eye(6))
+        )
+        g = eta - info @ theta
+        B += np.outer(g, g)
+        expected += inflation * info
+    H_pinv = covariance_from_information(information)
+    values, vectors = np.linalg.eigh(H_pinv @ (B - expected) @ H_pinv)
+    return (vectors * np.clip(values, 0.0, None)) @ vectors.T

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import chi2
 
-from .correlated_noise import ResidualCorrelation
+from .correlated_noise import BlockSums, ResidualCorrelation
 from .dynamics import (
     WrenchMoments,
     regressor_noise_covariance,
@@ -94,6 +94,7 @@ class WrenchSegment:
     used: bool | None = None  # verdict of the last judgement; None: not judged yet
     external_force: float = 0.0  # RMS external force found by that judgement [N]
     external_moment: float = 0.0  # RMS external moment about {s} [N m]
+    blocks: BlockSums | None = None  # batch means of stacked [vec Y_k, F_k] (``wrench_blocks``)
 
     @property
     def samples(self) -> int:
@@ -106,7 +107,35 @@ class WrenchSegment:
             setattr(self, name, merged_rms(n, getattr(self, name), m, getattr(other, name)))
         self.moments = self.moments + other.moments
         self.correlation.absorb(other.correlation)
+        if self.blocks is not None and other.blocks is not None:
+            self.blocks.absorb(other.blocks)
         self.start, self.end = min(self.start, other.start), max(self.end, other.end)
+
+
+SEGMENT_BLOCK_SECONDS = (0.1, 0.2, 0.4)  # batch-means block lengths within segments of <= 1 s
+
+
+def wrench_blocks(segment: WrenchSegment, rate_hz: float) -> BlockSums:
+    """The segment's batch-means accumulator of x_k = [vec Y_k (row-major), F_k (N x 6)],
+    made on first use: r_k = sum_i M_i F_i,k - Y_k theta is linear in x_k."""
+    if segment.blocks is None:
+        dim = 60 + segment.moments.FF.shape[0]
+        segment.blocks = BlockSums(dim, rate_hz, SEGMENT_BLOCK_SECONDS)
+    return segment.blocks
+
+
+def wrench_residual_map(
+    T_s_i: Mapping[str, np.ndarray],
+    group: WrenchMoments,
+    theta: np.ndarray,
+    noise: tuple[float, float],
+) -> np.ndarray:
+    """P (6, 60 + 6N) with P x_k the whitened net-wrench residual of ``wrench_blocks``' x_k."""
+    M = group.wrench_maps(T_s_i)
+    A = np.hstack([-np.kron(np.eye(6), theta[None, :]), np.concatenate(list(M), axis=1)])
+    A_f, A_m = group.noise_structure(T_s_i)
+    C = noise[0] ** 2 * A_f + noise[1] ** 2 * A_m
+    return np.linalg.solve(np.linalg.cholesky(C + 1e-12 * np.trace(C) * np.eye(6)), A)
 
 
 class SegmentStore:

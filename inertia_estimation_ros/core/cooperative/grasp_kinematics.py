@@ -470,6 +470,13 @@ class GraspKinematics:
             self, covariance=factor * self.covariance, information=self.information / factor
         )
 
+    def with_added_covariance(self, extra: np.ndarray) -> GraspKinematics:
+        """The same fit with ``extra`` (e.g. from uncertain clock offsets) in its covariance."""
+        covariance = self.covariance + extra
+        return replace(
+            self, covariance=covariance, information=np.linalg.pinv(covariance, hermitian=True)
+        )
+
     def T_i_j(self, i: str, j: str) -> np.ndarray:
         """T_i_j = T_s_i^-1 T_s_j."""
         return sp.inverse(self.T_s_i[i]) @ self.T_s_i[j]
@@ -843,3 +850,54 @@ def paper_refinement(
 
     fit = minimize(cost, np.zeros(6 * (len(ids) - 1)), method="BFGS")
     return perturbed(initial, reference_id, fit.x)
+
+
+def pose_rate_rows(T: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """d/dt of one robot's pose row [vec(R) (by rows), p] of T_i0_i, from its body twist
+    V = (omega, v) in {i}: dR/dt = R [omega], dp/dt = R v."""
+    R = T[:3, :3]
+    return np.concatenate([(R @ sp.skew(V[:3])).ravel(), R @ V[3:]])
+
+
+def clock_sensitivity(
+    moments: StackedMoments,
+    rates: Mapping[str, np.ndarray],
+    fit: GraspKinematics,
+    gravity: Mapping[str, HomeGravity] | None = None,
+    step: float = 1e-3,
+) -> dict[str, np.ndarray]:
+    """d(grasp estimate)/d(clock offset of robot i) [per s] of a pose fit, per robot i.
+
+    ``rates[i]`` = sum_k w_k [y_k; ydot_i,k] ydot_i,k^T (12N+13 x 12), ydot_i the rate of
+    robot i's pose row (``pose_rate_rows``). Shifting robot i's samples by d in time (to
+    first order in the samples, y_k + d ydot_k) changes the moments by d (E + E^T) + d^2 G,
+    E the first 12N+1 rows in robot i's columns, G the last 12 in its block: positive
+    semi-definite, as moments must be. The fit is redone on moments so shifted by ``step``.
+    The result is stacked like ``covariance``: (dphi, dp) of every non-reference robot, so
+    an offset of std sigma_i adds sigma_i^2 J_i J_i^T to it.
+    """
+    ids = moments.robot_ids
+    movers = others(ids, fit.reference_id)
+    out = {}
+    for rid, D in rates.items():
+        E, G = np.zeros_like(moments.S), np.zeros_like(moments.S)
+        a, n = 12 * ids.index(rid), len(moments.S)
+        E[:, a : a + 12] = D[:n]
+        G[a : a + 12, a : a + 12] = D[n:]
+        shifted = replace(moments, S=moments.S + step * (E + E.T) + step**2 * G)
+        moved = refine_grasps_from_poses(
+            shifted, fit.reference_id, fit, fit.pose_noise, 0, fit.T_s0_i0, gravity
+        )
+        out[rid] = np.concatenate(
+            [
+                np.concatenate(
+                    [
+                        sp.log3(moved.T_s_i[r][:3, :3] @ fit.T_s_i[r][:3, :3].T),
+                        moved.T_s_i[r][:3, 3] - fit.T_s_i[r][:3, 3],
+                    ]
+                )
+                / step
+                for r in movers
+            ]
+        )
+    return out

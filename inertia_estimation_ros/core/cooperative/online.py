@@ -47,8 +47,15 @@ import numpy as np
 from ..regressor import body_regressor
 from ..samples import GraspSample
 from ..signals import CausalLowpass
-from .correlated_noise import ResidualCorrelation, pooled_inflation
-from .dynamics import ParameterFit, WrenchMoments, consensus_covariance, fit_parameters
+from .correlated_noise import BlockSums, pooled_block_inflation
+from .diagnostics import covariance_from_information
+from .dynamics import (
+    ParameterFit,
+    WrenchMoments,
+    consensus_covariance,
+    fit_parameters,
+    segment_overdispersion,
+)
 from .estimate import Evidence, Stage, TeamEstimate, assemble_estimate
 from .external_wrench import (
     OWN_MOTION,
@@ -56,14 +63,18 @@ from .external_wrench import (
     judge_segments,
     judgement_evidence,
     phase_group,
+    wrench_blocks,
+    wrench_residual_map,
 )
 from .grasp_kinematics import (
     GraspKinematics,
     HomeGravity,
     StackedMoments,
+    clock_sensitivity,
     consensus_map,
     consensus_noise,
     noise_precision,
+    pose_rate_rows,
     refine_grasps,
     refine_grasps_from_poses,
     residual_map_of,
@@ -155,7 +166,10 @@ class TeamEstimator:
         self._detector = _PhaseDetector(settings)
         cutoff = settings.input_cutoff_hz
         self._input_filter = CausalLowpass(settings.sample_rate_hz, cutoff) if cutoff else None
-        self._kinematic_correlation = ResidualCorrelation(settings.residual_correlation_lags)
+        dim = 12 * n + 1 if settings.kinematics_source == "poses" else 6 * n
+        self._kinematic_blocks = BlockSums(dim, settings.sample_rate_hz)
+        self._clock_sigma: dict[str, float] = {}  # std of each robot's clock offset [s]
+        self._pose_rates: dict[str, np.ndarray] = {}  # sum_k w [y_k; ydot_i,k] ydot_i,k^T
         self._kinematics: GraspKinematics | None = None
         self._fit = None
         self._maps: dict[str, np.ndarray] = {}
@@ -164,6 +178,16 @@ class TeamEstimator:
         self._dirty = True
         self._frozen = False
         self._estimate: TeamEstimate | None = None
+
+    def set_clock_sigma(self, sigma: Mapping[str, float]) -> None:
+        """Std [s] of the clock offsets used to align each robot's samples: from now on the
+        grasp covariance includes what they move the grasps (``clock_sensitivity``)."""
+        self._clock_sigma = {
+            r: float(v) for r, v in sigma.items() if r != self.reference_id and v > 0
+        }
+        dim = 12 * len(self.robot_ids) + 1
+        for rid in self._clock_sigma:
+            self._pose_rates.setdefault(rid, np.zeros((dim + 12, 12)))
 
     def freeze(self) -> None:
         """Stop accumulating; the estimate stays as it is, with stage FROZEN."""
@@ -246,14 +270,18 @@ class TeamEstimator:
         z = V.ravel()
         y = np.concatenate([np.concatenate([Ti[:3, :3].ravel(), Ti[:3, 3]]) for Ti in T] + [[1.0]])
         if phase == "moving":
-            self._twists.add(z, self._kinematic_weight("twists", z))
+            self._add_kinematic("twists", z)
             self._dtwists["dynamic"].add(dV.ravel())
             self._omega += np.outer(V[self._s, :3], V[self._s, :3])
             self._alpha += np.outer(dV[self._s, :3], dV[self._s, :3])
             self._counts["kinematics"] += 1
         elif phase == "static":
             self._dtwists["static"].add(dV.ravel())
-        self._poses.add(y, self._kinematic_weight("poses", y))
+        weight = self._add_kinematic("poses", y)
+        for rid, D in self._pose_rates.items():
+            k = self.robot_ids.index(rid)
+            rate = pose_rate_rows(T[k], V[k])
+            D += np.outer(weight * np.concatenate([y, rate]), rate)
         for k, rid in enumerate(self.robot_ids):
             if has_g[k]:
                 self._gravity[rid].add(T[k], g[k])
@@ -262,14 +290,20 @@ class TeamEstimator:
             self._add_wrench(phase, V, dV, F, g, has_g, samples)
         return phase
 
+    def _add_kinematic(self, kind: str, x: np.ndarray) -> float:
+        """A twist or pose row into its moments (and, for the fit's source, the block sums)."""
+        weight = self._kinematic_weight(kind, x)
+        (self._twists if kind == "twists" else self._poses).add(x, weight)
+        if kind == self.settings.kinematics_source and self.settings.residual_correlation_lags:
+            self._kinematic_blocks.add(weight * x)
+        return weight
+
     def _kinematic_weight(self, kind: str, x: np.ndarray) -> float:
         """Robust weight of a twist or pose row from its residual with the latest fit."""
         P = self._maps.get(kind)
         if P is None:
             return 1.0
         r = P @ x
-        if kind == self.settings.kinematics_source:
-            self._kinematic_correlation.add(r)
         dof = P.shape[0] - (6 if kind == "twists" else 0)
         loss, scale = self.settings.robust_loss, self.settings.robust_scale
         norm = np.array([np.linalg.norm(r)])
@@ -314,6 +348,10 @@ class TeamEstimator:
             self._tilts += np.outer(g_s, g_s) / (g_s @ g_s)
         self._counts[group] += 1
         segment = self._segments.add(float(self._last_stamp), group + OWN_MOTION, Y, F)
+        if self.settings.residual_correlation_lags:
+            wrench_blocks(segment, self.settings.sample_rate_hz).add(
+                np.concatenate([Y.ravel(), F.ravel()])
+            )
         if "wrench_maps" in self._maps:
             r = np.einsum("iab,ib->a", self._maps["wrench_maps"], F) - Y @ self._fit.theta
             segment.correlation.add(self._maps["wrench_whitener"] @ r)
@@ -388,9 +426,8 @@ class TeamEstimator:
             last.twist_noise if last else None,
             1 if last else 3,
         )
-        inflation = self._kinematic_correlation.inflation()
         if self.settings.kinematics_source == "twists":
-            return twist_fit.inflated(inflation)
+            return twist_fit.inflated(self._kinematic_inflation(twist_fit, self._twists))
         gravity = self._gravity if all(h.count for h in self._gravity.values()) else None
         fit = refine_grasps_from_poses(
             self._poses,
@@ -401,7 +438,22 @@ class TeamEstimator:
             last.T_s0_i0 if last and last.T_s0_i0 else None,
             gravity,
         )
-        return fit.inflated(inflation)
+        fit = fit.inflated(self._kinematic_inflation(fit, self._poses))
+        return fit.with_added_covariance(self._clock_covariance(fit, gravity))
+
+    def _clock_covariance(self, fit: GraspKinematics, gravity: object) -> np.ndarray:
+        """sum_i sigma_i^2 J_i J_i^T: the grasps' uncertainty from the clock offsets."""
+        extra = np.zeros_like(fit.covariance)
+        if not self._clock_sigma or not self._poses.samples:
+            return extra
+        J = clock_sensitivity(self._poses, self._pose_rates, fit, gravity)
+        for rid, sigma in self._clock_sigma.items():
+            extra += sigma**2 * np.outer(J[rid], J[rid])
+        return extra
+
+    def _kinematic_inflation(self, fit: GraspKinematics, moments: StackedMoments) -> float:
+        """Batch-means inflation of the fit's own residuals (``BlockSums``)."""
+        return self._kinematic_blocks.inflation(residual_map_of(fit, moments))
 
     def _solve_parameters(self) -> ParameterFit | None:
         """Judge the wrench segments, then fit theta on those in use (None if none is)."""
@@ -419,8 +471,24 @@ class TeamEstimator:
         self._groups = segments.pooled(judgement.used, dV_covariance)
         if not self._groups:
             return None
-        inflation = pooled_inflation(s.correlation for s in segments.segments if s.used)
-        return fit_parameters(self._groups, kin.T_s_i, self.reference_id, kin.covariance, inflation)
+        fit = fit_parameters(self._groups, kin.T_s_i, self.reference_id, kin.covariance)
+        inflation = self._wrench_inflation(fit)
+        data = covariance_from_information(fit.information)
+        used = [(s.moments, fit.noise[s.group]) for s in segments.segments if s.used]
+        excess = segment_overdispersion(used, kin.T_s_i, fit.theta, fit.information, inflation)
+        return replace(fit, covariance=fit.covariance + (inflation - 1.0) * data + excess)
+
+    def _wrench_inflation(self, fit: ParameterFit) -> float:
+        """Batch-means inflation of the fit's own net-wrench residuals over the segments in
+        use, each whitened with its group's noise (``wrench_blocks``): schedule-free."""
+        kin = self._kinematics
+        parts = [
+            (s.blocks, wrench_residual_map(kin.T_s_i, group, fit.theta, fit.noise[s.group]))
+            for s in self._segments.segments
+            if s.used and s.blocks is not None
+            for group in [self._groups[s.group]]
+        ]
+        return pooled_block_inflation(parts)
 
     def _group_information(self, group: str) -> np.ndarray:
         """Information of a phase group ("static", "dynamic"), all its segment groups."""

@@ -17,11 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import estimate_aerial
 from .lazy import lazy_module
 
 np = lazy_module("numpy")  # loads on first use: arguments are checked first
-
-from . import estimate_aerial
 
 GRASP_TOPIC = re.compile(r"^/([^/]+)/grasp_state$")  # a robot's, not /ground_truth/<id>/...
 GRASP_TYPE = "inertia_estimation_ros/msg/GraspState"
@@ -271,7 +270,6 @@ def run_on_bag(args: argparse.Namespace) -> BagRun:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bags import bag_topics
     from .report import comparison_table, report_folder_problem, write_report
 
     problem = args.report and report_folder_problem(args.report, args.force)
@@ -282,6 +280,8 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(json.dumps({"error": problem}) if args.json else f"error: {problem}")
         return 2
+    from ..bags import bag_topics  # numerics from here on
+
     try:
         if estimate_aerial.is_aerial_bag(bag_topics(bag_folder(args.bag))):
             return estimate_aerial.run_aerial(args, bag_folder(args.bag))

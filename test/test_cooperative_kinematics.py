@@ -185,3 +185,24 @@ def test_stated_uncertainty_is_calibrated_over_many_teams(source):
     assert coverage.beyond(5) == 0, coverage.max_abs_z()
     for factor in (0.8**2, 1.2**2):  # the same fits with a std 20 % too small, too large
         assert not coverage.scaled(factor).accepts(FALSE_ALARM)
+
+
+def test_home_gravity_states_the_standard_error_of_its_mean_direction():
+    """HomeGravity's std is the standard error of the mean direction per perpendicular axis
+    (400 directions scattered by 0.01 rad: 5e-4 rad), never below its floor (exact
+    directions: the floor, the levelness a robot's base is trusted to)."""
+    rng = np.random.default_rng(5)
+    poses = np.tile(np.eye(4), (400, 1, 1))
+    poses[:, :3, :3] = Rotation.random(400, random_state=rng).as_matrix()
+    g_home = np.array([0.1, -0.2, -9.8])
+    tilts = Rotation.from_rotvec(np.c_[rng.normal(0, 0.01, (400, 2)), np.zeros(400)])
+    scattered = tilts.apply(np.array([0.0, 0.0, -1.0]))  # about -z, then turned to g_home
+    turn = Rotation.align_vectors([g_home], [[0.0, 0.0, -1.0]])[0]
+    g_i = np.einsum("kji,kj->ki", poses[:, :3, :3], turn.apply(scattered))
+    noisy = gk.HomeGravity.from_samples(poses, g_i, floor=1e-6)
+    assert noisy.direction_std == pytest.approx(0.01 / np.sqrt(400), rel=0.1)
+    angle = np.arccos(noisy.direction @ g_home / np.linalg.norm(g_home))
+    assert angle < 4 * noisy.direction_std
+    exact_g = np.einsum("kji,j->ki", poses[:, :3, :3], g_home)
+    assert gk.HomeGravity.from_samples(poses, exact_g).direction_std == 1e-4
+    assert gk.HomeGravity.from_samples(poses, exact_g, floor=1e-7).direction_std < 1e-6

@@ -206,3 +206,16 @@ def test_home_gravity_states_the_standard_error_of_its_mean_direction():
     exact_g = np.einsum("kji,j->ki", poses[:, :3, :3], g_home)
     assert gk.HomeGravity.from_samples(poses, exact_g).direction_std == 1e-4
     assert gk.HomeGravity.from_samples(poses, exact_g, floor=1e-7).direction_std < 1e-6
+
+
+def test_robust_weights_follow_their_loss_functions():
+    """Huber keeps every residual up to ``scale`` typical norms at full weight and then
+    weighs by scale / u (a bounded influence u w = scale); Cauchy is 1 / (1 + (u/scale)^2)."""
+    u = np.array([0.5, 1.0, 2.9, 3.0, 6.0, 30.0])
+    huber = gk.robust_weights(2.0 * u, 2.0, "huber", 3.0)
+    np.testing.assert_allclose(huber, [1, 1, 1, 1, 0.5, 0.1], rtol=1e-12)
+    cauchy = gk.robust_weights(u, 1.0, "cauchy", 3.0)
+    np.testing.assert_allclose(cauchy, 1 / (1 + (u / 3) ** 2), rtol=1e-12)
+    np.testing.assert_array_equal(gk.robust_weights(u, 1.0, "none", 3.0), 1.0)
+    with pytest.raises(ValueError, match="robust loss"):
+        gk.robust_weights(u, 1.0, "tukey", 3.0)

@@ -291,7 +291,9 @@ def test_mesh_of_an_l_shape_is_its_two_plates_exactly():
 def test_point_cloud_of_a_tilted_solid_covers_it_with_few_boxes():
     """3000 points on the surface of a tilted box (not on the voxel grid): at most
     ``max_parts`` boxes, which contain every point of the solid and whose volume exceeds
-    the solid's by less than the voxel padding; the uniform body is realizable."""
+    the solid's by less than the voxel padding; the uniform body is realizable. The
+    filled voxels (``contains``, what the shape prior fills) lie inside the merged boxes
+    and are tighter."""
     rng = np.random.default_rng(3)
     solid = Box([0.1, 0.03, 0.02], Rotation.from_rotvec([0, 0, 0.4]).as_matrix(), [0.1, 0, 0])
     vertices, faces = _box_mesh([solid])
@@ -305,6 +307,9 @@ def test_point_cloud_of_a_tilted_solid_covers_it_with_few_boxes():
     volume = sum(np.prod(2 * p.half_extents) for p in shape.parts)
     assert np.prod(2 * solid.half_extents) < volume < 3.0 * np.prod(2 * solid.half_extents)
     assert shape.can_realize(solid.uniform_density_params(1.0))
+    samples = rng.uniform(*shape.aabb(), size=(20000, 3))  # the voxels lie in the parts
+    in_voxels, in_parts = shape.contains(samples), ShapeUnion(shape.parts).contains(samples)
+    assert not np.any(in_voxels & ~in_parts) and in_voxels.sum() < in_parts.sum()
 
 
 def test_bad_meshes_and_clouds_are_refused():

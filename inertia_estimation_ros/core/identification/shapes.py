@@ -507,13 +507,15 @@ class ShapeUnion(_Realizable):
 class VoxelShape(ShapeUnion):
     """A solid known from its surface (a closed triangle mesh or a segmented point cloud):
     the voxels of edge ``pitch`` that the surface passes through, with the cavities they
-    enclose filled, covered by axis-aligned boxes merged greedily, each clipped to the
-    surface's bounding box (so a ruler thinner than a voxel keeps its thickness).
+    enclose filled (``contains``: the solid the shape prior fills), covered by axis-aligned
+    boxes merged greedily, each clipped to the surface's bounding box (so a ruler thinner
+    than a voxel keeps its thickness).
     ``closing`` voxels of morphological closing first seal the gaps of a sparse cloud.
 
     The boxes contain the solid (up to one voxel of padding at slanted faces), so the
     realizability constraints of the union stay necessary conditions. ``max_parts``
-    bounds the SDP's size: the pitch is doubled until at most that many boxes remain.
+    bounds the SDP's size: the two boxes whose bounding box adds the least volume are
+    replaced by it until at most that many remain (the cover only grows).
     """
 
     def __init__(
@@ -535,19 +537,31 @@ class VoxelShape(ShapeUnion):
         if np.all(hi - lo <= 0):
             raise ValueError("the surface points coincide: the object has no extent")
         self.pitch = float(pitch)
-        while True:
-            boxes = _merged_boxes(_filled_voxels(points, lo, self.pitch, closing))
-            if len(boxes) <= max_parts:
-                break
-            self.pitch *= 2.0
+        self._voxels = _filled_voxels(points, lo, self.pitch, closing)
+        boxes = _merged_boxes(self._voxels)
+        self._offset = lo - (1 + closing) * self.pitch  # corner of voxel index 0
         thinnest = 0.1 * self.pitch  # a flat cloud (one side of a thin object) gets a slab
-        parts = []
-        for start, stop in boxes:
-            low = np.maximum(lo + (start - 1 - closing) * self.pitch, lo)
-            high = np.minimum(lo + (stop - 1 - closing) * self.pitch, hi)
-            centre, half = (low + high) / 2, np.maximum((high - low) / 2, thinnest / 2)
-            parts.append(Box(half, p_b_s=centre, relaxation=relaxation))
+        self._clip = (lo, np.maximum(hi, lo + thinnest))
+        low = np.array([np.maximum(self._offset + a * self.pitch, lo) for a, _ in boxes])
+        high = np.array([np.minimum(self._offset + b * self.pitch, hi) for _, b in boxes])
+        high = np.maximum(high, low + thinnest)
+        parts = [
+            Box.from_corners(*corners, relaxation=relaxation)
+            for corners in zip(*_fewest_boxes(low, high, max_parts), strict=True)
+        ]
         super().__init__(parts)
+
+    def contains(self, points: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+        """Whether each point lies in a filled voxel (clipped to the surface's bounding box):
+        the solid itself, which the prior's grid samples. The merged boxes (``parts``) that
+        carry the realizability constraints contain it."""
+        points = np.atleast_2d(np.asarray(points, dtype=float))
+        index = np.ceil((points - self._offset) / self.pitch - 1e-9).astype(int) - 1
+        inside = np.all((index >= 0) & (index < self._voxels.shape), axis=1)
+        inside &= np.all((points >= self._clip[0] - tol) & (points <= self._clip[1] + tol), axis=1)
+        filled = np.zeros(len(points), dtype=bool)
+        filled[inside] = self._voxels[tuple(index[inside].T)]
+        return filled
 
     @classmethod
     def from_mesh(
@@ -584,12 +598,14 @@ class VoxelShape(ShapeUnion):
 
 
 def surface_samples(triangles: np.ndarray, spacing: float) -> np.ndarray:
-    """Points on each triangle (t, 3, 3) of a grid of barycentric steps at most ``spacing``
-    apart along each edge, vertices included."""
+    """Points on each triangle (t, 3, 3) a, b, c: the barycentric grid a + u (b - a) +
+    v (c - a), u + v <= 1, with steps at most ``spacing`` along both edges (vertices
+    included), so that long thin triangles get no more points than their area needs."""
     out = []
     for a, b, c in np.asarray(triangles, dtype=float):
-        n = max(1, int(np.ceil(max(np.linalg.norm(b - a), np.linalg.norm(c - a)) / spacing)))
-        u, v = np.meshgrid(np.arange(n + 1) / n, np.arange(n + 1) / n, indexing="ij")
+        n_b = max(1, int(np.ceil(np.linalg.norm(b - a) / spacing)))
+        n_c = max(1, int(np.ceil(np.linalg.norm(c - a) / spacing)))
+        u, v = np.meshgrid(np.arange(n_b + 1) / n_b, np.arange(n_c + 1) / n_c, indexing="ij")
         keep = u + v <= 1 + 1e-12
         out.append(a + np.outer(u[keep], b - a) + np.outer(v[keep], c - a))
     return np.vstack(out)
@@ -620,6 +636,27 @@ def _merged_boxes(occupancy: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         if best is None or len(boxes) < len(best):
             best = boxes
     return best
+
+
+def _fewest_boxes(
+    low: np.ndarray, high: np.ndarray, max_parts: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Corners of at most max_parts boxes covering the given ones: agglomerative merging,
+    each step replacing the pair whose common bounding box adds the least volume."""
+    if max_parts < 1:
+        raise ValueError(f"max_parts must be at least 1, got {max_parts}")
+    low, high = low.copy(), high.copy()
+    while len(low) > max_parts:
+        volume = np.prod(high - low, axis=1)
+        joint = np.prod(
+            np.maximum(high[:, None], high[None]) - np.minimum(low[:, None], low[None]), axis=2
+        )
+        added = joint - volume[:, None] - volume[None]
+        np.fill_diagonal(added, np.inf)
+        i, j = np.unravel_index(np.argmin(added), added.shape)
+        low[i], high[i] = np.minimum(low[i], low[j]), np.maximum(high[i], high[j])
+        low, high = np.delete(low, j, axis=0), np.delete(high, j, axis=0)
+    return low, high
 
 
 def _greedy_boxes(occupancy: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:

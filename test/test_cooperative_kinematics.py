@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -136,9 +138,12 @@ FALSE_ALARM = 1e-3  # of each pooled calibration test
 
 def grasp_coverage(source, seeds=8, per_seed=5):
     """Pooled coverage of the stated grasp covariance: a new team and motion per seed."""
+    twist_noise = an.NoiseModel(angular_velocity_std=0.01, linear_velocity_std=0.004)
+    pose_noise = an.NoiseModel(position_std=2e-4, angle_std=np.deg2rad(0.05))
     noise = {
-        "twists": an.NoiseModel(angular_velocity_std=0.01, linear_velocity_std=0.004),
-        "poses": an.NoiseModel(position_std=2e-4, angle_std=np.deg2rad(0.05)),
+        "twists": twist_noise,
+        "poses": pose_noise,
+        "gravity": dataclasses.replace(pose_noise, home_tilt_std=1e-4),
     }[source]
     coverage = Coverage()
     t = np.arange(0, 4, 1 / RATE)
@@ -157,18 +162,22 @@ def grasp_coverage(source, seeds=8, per_seed=5):
             else:
                 exact = {r: s.V_i for r, s in sim.exact.items()}
                 poses = {r: s.T_i0_i for r, s in sim.measured.items()}
-                fit = gk.fit_grasps(exact, "robot_1", poses=poses, loss="none")
+                gravity = {r: s.g_i for r, s in sim.measured.items()}
+                gravity = gravity if source == "gravity" else None
+                fit = gk.fit_grasps(exact, "robot_1", poses=poses, gravity=gravity, loss="none")
             errors = grasp_errors_of(fit.T_s_i, team.T_s_i, "robot_1")
             coverage.add(errors, fit.covariance)
     return coverage
 
 
-@pytest.mark.parametrize("source", ["twists", "poses"])
+@pytest.mark.parametrize("source", ["twists", "poses", "gravity"])
 def test_stated_uncertainty_is_calibrated_over_many_teams(source):
     """Issue 20: 40 fits (8 teams and motions, 5 noise draws each; 480 coordinates), white
     sensor noise. The pooled sum of e^T C^-1 e must be chi^2_480 (two-sided, false alarm
     1e-3), which catches a stated std 20 % too small or too large with power >= 0.95; no
-    coordinate may be 5 stated stds off. bench/bench_calibration.py runs 1000 fits."""
+    coordinate may be 5 stated stds off. bench/bench_calibration.py runs 1000 fits.
+    "gravity" adds the gravity directions of the home frames, each off by the 1e-4 rad that
+    ``HomeGravity.floor`` claims (the bench's offline-path row adds twist noise and Huber)."""
     coverage = grasp_coverage(source)
     too_small, too_large = scale_resolution(coverage.total_dof, FALSE_ALARM)
     assert too_small < 1 / 0.8 and too_large < 1.2
@@ -176,3 +185,37 @@ def test_stated_uncertainty_is_calibrated_over_many_teams(source):
     assert coverage.beyond(5) == 0, coverage.max_abs_z()
     for factor in (0.8**2, 1.2**2):  # the same fits with a std 20 % too small, too large
         assert not coverage.scaled(factor).accepts(FALSE_ALARM)
+
+
+def test_home_gravity_states_the_standard_error_of_its_mean_direction():
+    """HomeGravity's std is the standard error of the mean direction per perpendicular axis
+    (400 directions scattered by 0.01 rad: 5e-4 rad), never below its floor (exact
+    directions: the floor, the levelness a robot's base is trusted to)."""
+    rng = np.random.default_rng(5)
+    poses = np.tile(np.eye(4), (400, 1, 1))
+    poses[:, :3, :3] = Rotation.random(400, random_state=rng).as_matrix()
+    g_home = np.array([0.1, -0.2, -9.8])
+    tilts = Rotation.from_rotvec(np.c_[rng.normal(0, 0.01, (400, 2)), np.zeros(400)])
+    scattered = tilts.apply(np.array([0.0, 0.0, -1.0]))  # about -z, then turned to g_home
+    turn = Rotation.align_vectors([g_home], [[0.0, 0.0, -1.0]])[0]
+    g_i = np.einsum("kji,kj->ki", poses[:, :3, :3], turn.apply(scattered))
+    noisy = gk.HomeGravity.from_samples(poses, g_i, floor=1e-6)
+    assert noisy.direction_std == pytest.approx(0.01 / np.sqrt(400), rel=0.1)
+    angle = np.arccos(noisy.direction @ g_home / np.linalg.norm(g_home))
+    assert angle < 4 * noisy.direction_std
+    exact_g = np.einsum("kji,j->ki", poses[:, :3, :3], g_home)
+    assert gk.HomeGravity.from_samples(poses, exact_g).direction_std == 1e-4
+    assert gk.HomeGravity.from_samples(poses, exact_g, floor=1e-7).direction_std < 1e-6
+
+
+def test_robust_weights_follow_their_loss_functions():
+    """Huber keeps every residual up to ``scale`` typical norms at full weight and then
+    weighs by scale / u (a bounded influence u w = scale); Cauchy is 1 / (1 + (u/scale)^2)."""
+    u = np.array([0.5, 1.0, 2.9, 3.0, 6.0, 30.0])
+    huber = gk.robust_weights(2.0 * u, 2.0, "huber", 3.0)
+    np.testing.assert_allclose(huber, [1, 1, 1, 1, 0.5, 0.1], rtol=1e-12)
+    cauchy = gk.robust_weights(u, 1.0, "cauchy", 3.0)
+    np.testing.assert_allclose(cauchy, 1 / (1 + (u / 3) ** 2), rtol=1e-12)
+    np.testing.assert_array_equal(gk.robust_weights(u, 1.0, "none", 3.0), 1.0)
+    with pytest.raises(ValueError, match="robust loss"):
+        gk.robust_weights(u, 1.0, "tukey", 3.0)

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.spatial import ConvexHull
 from scipy.spatial.transform import Rotation
 
 from inertia_estimation_ros.core.identification import (
+    Box,
     ExcitationError,
     PointMassDiscretization,
     RegressionData,
     ShapePriorIdentification,
+    VoxelShape,
+    com_errors,
     composite_object,
     inertia_errors,
     least_squares,
+    mass_error,
     outer_shell,
 )
 from inertia_estimation_ros.core.regressor import body_regressor
@@ -136,3 +141,43 @@ def test_bad_input_is_refused(estimator):
     too_strict.add(V, dV, g, F)
     with pytest.raises(ValueError, match="lower the margin"):
         too_strict.solve()
+
+
+def test_a_mesh_of_an_l_shaped_tool_beats_its_bounding_box():
+    """Issue 19, item 10: a 150 g L-square (two 1.5 mm plates) fills 22 % of its bounding
+    box, so a uniform prior in the box is confidently wrong; the prior on its mesh
+    (``VoxelShape``) is right. 150 samples at moderate noise, 3 seeds: the mesh's inertia
+    error is under a tenth of the box's (0.4 % vs 18 % when written), and its mass and CoM
+    are no worse."""
+    plates = [
+        Box([0.15, 0.015, 0.00075], p_b_s=[0.15, 0.015, 0.0]),
+        Box([0.015, 0.10, 0.00075], p_b_s=[0.015, 0.13, 0.0]),
+    ]
+    truth = plates[0].uniform_density_params(0.09) + plates[1].uniform_density_params(0.06)
+    vertices = np.vstack([p.vertices for p in plates])
+    faces = np.vstack([ConvexHull(p.vertices).simplices + 8 * k for k, p in enumerate(plates)])
+    mesh = VoxelShape.from_mesh(vertices, faces, pitch=0.005)
+    box = Box.from_corners(*mesh.aabb(), "quadratic")
+    edges = np.ptp(np.array(box.aabb()), axis=0)
+    estimators = {
+        name: ShapePriorIdentification(shape, WRENCH_STD, DV_STD, cell=0.01)
+        for name, shape in (("mesh", mesh), ("box", box))
+    }
+    errors = {"mesh": [], "box": []}
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        samples = _measure(rng, truth, *_motion(rng, 150))
+        for name, estimator in estimators.items():
+            estimator.reset()
+            estimator.add(*samples)
+            estimate = estimator.solve()
+            errors[name].append(
+                [
+                    mass_error(estimate, truth),
+                    com_errors(estimate, truth, edges).mean(),
+                    inertia_errors(estimate, truth, edges).mean(),
+                ]
+            )
+    mesh_errors, box_errors = np.mean(errors["mesh"], axis=0), np.mean(errors["box"], axis=0)
+    assert mesh_errors[2] < box_errors[2] / 10, (mesh_errors, box_errors)
+    assert np.all(mesh_errors[:2] <= box_errors[:2] + 0.1), (mesh_errors, box_errors)

@@ -9,6 +9,7 @@ import pytest
 import rigeo as rg
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.spatial import ConvexHull
 from scipy.spatial.transform import Rotation
 
 from inertia_estimation_ros.core import spatial as sp
@@ -18,8 +19,10 @@ from inertia_estimation_ros.core.identification import (
     Cylinder,
     Ellipsoid,
     ShapeUnion,
+    VoxelShape,
     outer_shell,
 )
+from inertia_estimation_ros.core.identification.shapes import surface_samples
 from inertia_estimation_ros.core.inertial import InertialParameters
 
 R_TILT = Rotation.from_rotvec([0.3, -0.5, 0.8]).as_matrix()
@@ -247,3 +250,75 @@ def test_bad_shapes_are_refused():
         Box([0.1, 0.2, 0.3]).grid(0.0)
     with pytest.raises(ValueError, match="vertices"):
         ConvexPolyhedron(np.full((4, 3), np.nan))
+
+
+# ----- shapes from a mesh and from a point cloud (issue 19, item 10) ----------------------------
+L_ARMS = [  # an L-square: two thin plates meeting at a corner
+    Box([0.15, 0.015, 0.00075], p_b_s=[0.15, 0.015, 0.0]),
+    Box([0.015, 0.10, 0.00075], p_b_s=[0.015, 0.13, 0.0]),
+]
+
+
+def _box_mesh(boxes):
+    """Overlapping closed triangle meshes of boxes (the hull of each one's corners)."""
+    vertices = [box.vertices for box in boxes]
+    faces = [ConvexHull(v).simplices + 8 * k for k, v in enumerate(vertices)]
+    return np.vstack(vertices), np.vstack(faces)
+
+
+def _corners(box):
+    return np.array(box.aabb())
+
+
+def test_mesh_of_an_l_shape_is_its_two_plates_exactly():
+    """A mesh on the voxel grid comes back as its own boxes (to machine precision), thinner
+    than a voxel (1.5 mm plates, 5 mm voxels); a body in the L's empty corner, inside the
+    bounding box, is refused by the mesh and accepted by the box."""
+    shape = VoxelShape.from_mesh(*_box_mesh(L_ARMS), pitch=0.005)
+    assert len(shape.parts) == 2
+    found = sorted((_corners(p) for p in shape.parts), key=lambda c: c[1, 0])
+    expected = [np.array([[0, 0.03, -0.00075], [0.03, 0.23, 0.00075]]), _corners(L_ARMS[0])]
+    expected[1][0, 1] = 0.0  # the long plate owns the corner square
+    np.testing.assert_allclose(found[0], expected[0], atol=1e-12)
+    np.testing.assert_allclose(found[1], expected[1], atol=1e-12)
+    uniform = L_ARMS[0].uniform_density_params(0.09) + L_ARMS[1].uniform_density_params(0.06)
+    assert shape.can_realize(uniform)
+    corner = InertialParameters.from_point_masses([0.05], [[0.2, 0.15, 0.0]]) + uniform
+    box = Box.from_corners(*shape.aabb())
+    assert box.can_realize(corner) and not shape.can_realize(corner)
+
+
+def test_point_cloud_of_a_tilted_solid_covers_it_with_few_boxes():
+    """3000 points on the surface of a tilted box (not on the voxel grid): at most
+    ``max_parts`` boxes, which contain every point of the solid and whose volume exceeds
+    the solid's by less than the voxel padding; the uniform body is realizable. The
+    filled voxels (``contains``, what the shape prior fills) lie inside the merged boxes
+    and are tighter."""
+    rng = np.random.default_rng(3)
+    solid = Box([0.1, 0.03, 0.02], Rotation.from_rotvec([0, 0, 0.4]).as_matrix(), [0.1, 0, 0])
+    vertices, faces = _box_mesh([solid])
+    cloud = surface_samples(vertices[faces], 1e-3)
+    shape = VoxelShape.from_points(
+        cloud[rng.choice(len(cloud), 3000, replace=False)], 0.01, max_parts=6
+    )
+    assert len(shape.parts) <= 6 and shape.pitch >= 0.01
+    inside = _points_inside(solid, rng, 2000)
+    assert shape.contains(inside).all()
+    volume = sum(np.prod(2 * p.half_extents) for p in shape.parts)
+    assert np.prod(2 * solid.half_extents) < volume < 3.0 * np.prod(2 * solid.half_extents)
+    assert shape.can_realize(solid.uniform_density_params(1.0))
+    samples = rng.uniform(*shape.aabb(), size=(20000, 3))  # the voxels lie in the parts
+    in_voxels, in_parts = shape.contains(samples), ShapeUnion(shape.parts).contains(samples)
+    assert not np.any(in_voxels & ~in_parts) and in_voxels.sum() < in_parts.sum()
+
+
+def test_bad_meshes_and_clouds_are_refused():
+    vertices, faces = _box_mesh(L_ARMS[:1])
+    with pytest.raises(ValueError, match="index the vertices"):
+        VoxelShape.from_mesh(vertices, faces + 8, 0.005)
+    with pytest.raises(ValueError, match="NaN"):
+        VoxelShape.from_points(np.r_[vertices, [[np.nan, 0, 0]]], 0.005)
+    with pytest.raises(ValueError, match="no extent"):
+        VoxelShape.from_points(np.zeros((5, 3)), 0.005)
+    with pytest.raises(ValueError, match="pitch"):
+        VoxelShape.from_points(vertices, 0.0)

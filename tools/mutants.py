@@ -117,9 +117,23 @@ MUTANTS = (
     Mutant(
         "HomeGravity: direction std floor 10 x larger",
         "core/cooperative/grasp_kinematics.py",
-        "floor: float = 1e-4  # [rad]",
-        "floor: float = 1e-3  # [rad]",
-        ("test/test_cooperative_kinematics.py",),
+        "return max(float(np.sqrt(spread / 2.0 / n)), self.floor)",
+        "return max(float(np.sqrt(spread / 2.0 / n)), 10 * self.floor)",
+        ("test/test_cooperative_kinematics.py", "-k", "gravity"),
+    ),
+    Mutant(
+        "TeamEstimate: stated payload std 20 % too large",
+        "core/cooperative/estimate.py",
+        "        theta_covariance=covariance,\n",
+        "        theta_covariance=1.44 * covariance,\n",
+        ("test/test_cooperative_dynamics.py", "-k", "calibrated"),
+    ),
+    Mutant(
+        "TeamEstimate: stated payload std 20 % too small",
+        "core/cooperative/estimate.py",
+        "        theta_covariance=covariance,\n",
+        "        theta_covariance=0.64 * covariance,\n",
+        ("test/test_cooperative_dynamics.py", "-k", "calibrated"),
     ),
     Mutant(
         "_pose_noise: position floor 10 % instead of 1 % (in std) of the angle part",

@@ -284,11 +284,17 @@ def split_wrench(team: Team, F_s: np.ndarray, internal: np.ndarray | None = None
 def net_wrench(
     payload_s: InertialParameters, V_s: np.ndarray, dV_s: np.ndarray, g_s: np.ndarray
 ) -> np.ndarray:
-    """Newton-Euler (Modern Robotics Eq. 8.42): F_s = G (dV - (0, g)) - ad(V)^T G V, (Q, 6)."""
+    """Newton-Euler (Modern Robotics Eq. 8.42): F_s = G (dV - (0, g)) - ad(V)^T G V, (Q, 6).
+
+    With G V = (m, f): -ad(V)^T (m, f) = (omega x m + v x f, omega x f), for all samples.
+    """
     G = payload_s.spatial_inertia
     accel = dV_s - np.concatenate([np.zeros_like(g_s), g_s], axis=1)
-    ad_t = np.stack([sp.ad(V).T for V in V_s])
-    return accel @ G.T - np.einsum("kij,jl,kl->ki", ad_t, G, V_s)
+    V_s = np.asarray(V_s, dtype=float)
+    momentum = V_s @ G.T
+    omega, v, m, f = V_s[:, :3], V_s[:, 3:], momentum[:, :3], momentum[:, 3:]
+    bias = np.concatenate([np.cross(omega, m) + np.cross(v, f), np.cross(omega, f)], axis=1)
+    return accel @ G.T + bias
 
 
 # ----- unmeasured external wrenches --------------------------------------------------------------
@@ -356,6 +362,7 @@ class SensorErrors:
     wrench_bias: Mapping[str, np.ndarray]  # (m, f) bias
     wrench_scale: Mapping[str, float]  # measured = (1 + scale) * true + bias + noise
     clock_offset: Mapping[str, float]  # stamp = true time + offset [s]
+    home_tilt: Mapping[str, np.ndarray] = field(default_factory=dict)  # rotation vector [rad]
 
 
 @dataclass(frozen=True)
@@ -377,6 +384,7 @@ class NoiseModel:
     wrench_bias_std: tuple[float, float] = (0.0, 0.0)  # constant (moment, force) bias
     wrench_scale_std: float = 0.0  # relative scale error of the wrench sensing
     clock_offset_std: float = 0.0  # clock offsets of all robots but the reference [s]
+    home_tilt_std: float = 0.0  # error of each home frame's gravity direction (levelness) [rad]
 
     def draw_errors(
         self, robot_ids: Sequence[str], rng: np.random.Generator, reference_id: str | None = None
@@ -396,6 +404,11 @@ class NoiseModel:
                 r: 0.0 if r == reference_id else float(rng.normal(0, self.clock_offset_std))
                 for r in ids
             },
+            home_tilt=(
+                {r: rng.normal(0, self.home_tilt_std, 3) for r in ids}
+                if self.home_tilt_std > 0
+                else {}
+            ),
         )
 
 
@@ -456,9 +469,11 @@ def simulate(
     ``motion``, sampled at true times t (one array, or one per robot for different rates,
     jitter or drop-outs). ``internal``: a (6N,) internal-force proposal or a function of the
     (Q,) times returning (Q, 6N). Gravity in {i} is measured through the (noisy) pose of a
-    robot whose home frame is known in the world. ``external(t, T_w_s, inertial_s)``: an
-    unmeasured wrench (Q, 6) on the payload about {s}, in {s} (``HandPush``,
-    ``HumanGuidance``); the robots apply the rest of the net wrench."""
+    robot whose home frame is known in the world, up to a tilt of its gravity direction
+    (``NoiseModel.home_tilt_std``: the levelness of its base).
+    ``external(t, T_w_s, inertial_s)``: an unmeasured wrench (Q, 6) on the payload about
+    {s}, in {s} (``HandPush``, ``HumanGuidance``); the robots apply the rest of the net
+    wrench."""
     noise = noise or NoiseModel()
     rng = rng or np.random.default_rng(0)
     errors = errors or noise.draw_errors(team.robot_ids, rng, team.reference_id)
@@ -509,7 +524,8 @@ def _measure(
     F = F + white(noise.moment_std, noise.force_std)
     if not exact.has_torque:
         F[:, :3] = np.nan
-    g_i = np.einsum("kji,j->ki", T[:, :3, :3], g_i0)
+    tilt = errors.home_tilt.get(rid, np.zeros(3))
+    g_i = np.einsum("kji,j->ki", T[:, :3, :3], Rotation.from_rotvec(tilt).apply(g_i0))
     return GraspSeries(
         rid,
         exact.t + errors.clock_offset[rid],

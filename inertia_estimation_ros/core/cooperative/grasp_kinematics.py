@@ -798,10 +798,13 @@ def fit_grasps(
     loss: str = "huber",
     scale: float = 3.0,
     robust_iterations: int = 2,
+    gravity_floor: float = 1e-4,
 ) -> GraspKinematics:
     """Batch grasp kinematics: the twist fit, then (if poses are given) the pose fit, each
     inside robust reweighting passes. Arrays are per robot, sampled at the same instants:
-    twists (Q, 6), poses T_i0_i (Q, 4, 4), gravity g_i (Q, 3) in {i} (used with poses)."""
+    twists (Q, 6), poses T_i0_i (Q, 4, 4), gravity g_i (Q, 3) in {i} (used with poses).
+    ``gravity_floor`` [rad]: the smallest std claimed for a home frame's gravity direction
+    (``HomeGravity.floor``: the levelness of the robot's base)."""
     ids = tuple(twists)
     Z = twist_rows(twists, ids)
     fit = refine_grasps(StackedMoments.from_rows(ids, Z), reference_id)
@@ -817,7 +820,7 @@ def fit_grasps(
     moments = StackedMoments.from_rows(ids, Y)
     homes_g = None
     if gravity is not None:
-        homes_g = {r: HomeGravity.from_samples(poses[r], gravity[r]) for r in ids}
+        homes_g = {r: HomeGravity.from_samples(poses[r], gravity[r], gravity_floor) for r in ids}
     fit = refine_grasps_from_poses(moments, reference_id, fit, gravity=homes_g)
     for _ in range(robust_iterations if loss != "none" else 0):
         norms = np.linalg.norm(Y @ residual_map_of(fit, moments).T, axis=1)

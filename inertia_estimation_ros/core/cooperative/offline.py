@@ -117,6 +117,7 @@ def _grasps(
         gravity=cat["g_i"] if has_g else None,
         loss=settings.robust_loss,
         scale=settings.robust_scale,
+        gravity_floor=settings.gravity_direction_floor,
     )
 
 

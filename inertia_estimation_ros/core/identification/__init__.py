@@ -36,7 +36,16 @@ from .point_masses import (
 )
 from .sdp import ConsistentIdentification, MarginActiveWarning, SdpResult
 from .shape_prior import ShapePriorIdentification
-from .shapes import Box, ConvexPolyhedron, Cylinder, Ellipsoid, Shape, ShapeUnion, voxel_centres
+from .shapes import (
+    Box,
+    ConvexPolyhedron,
+    Cylinder,
+    Ellipsoid,
+    Shape,
+    ShapeUnion,
+    VoxelShape,
+    voxel_centres,
+)
 
 __all__ = [
     "CONFIGURATIONS",
@@ -57,6 +66,7 @@ __all__ = [
     "Shape",
     "ShapePriorIdentification",
     "ShapeUnion",
+    "VoxelShape",
     "com_errors",
     "composite_object",
     "diagnose_conventions",

@@ -10,7 +10,10 @@ pseudo-inertia J, so each condition below is a constraint on J:
   order four must form a PSD moment matrix M_2, and every polynomial p >= 0 that
   describes S gives a PSD localizing matrix M_1(p y). Necessary, not sufficient. The
   cheaper "quadratic" relaxation keeps only the conditions on J itself, Tr(Q_p J) >= 0;
-* ``ShapeUnion``: the body splits into parts, one realizable per shape (paper 003, Cor. 2).
+* ``ShapeUnion``: the body splits into parts, one realizable per shape (paper 003, Cor. 2);
+* ``VoxelShape``: a triangle mesh or a segmented point cloud, voxelized and covered by a
+  few axis-aligned boxes: a ``ShapeUnion`` of ``Box`` parts, so non-convex objects (an
+  L-shaped tool) get the same constraints as a union of boxes.
 
 Each shape maps body coordinates x to canonical coordinates u (unit ball, cube
 [-1, 1]^3, unit cylinder; [u; 1] = A [x; 1]) where it is described by a few
@@ -30,6 +33,7 @@ from typing import Literal
 
 import cvxpy as cp
 import numpy as np
+from scipy import ndimage
 from scipy.spatial import ConvexHull, Delaunay, QhullError
 
 from ..consistency import solve_with_fallback
@@ -498,6 +502,181 @@ class ShapeUnion(_Realizable):
         for piece, part in zip(pieces, self.parts, strict=True):
             constraints += part._margin_constraints(piece, t)  # each includes piece >= 0
         return constraints
+
+
+class VoxelShape(ShapeUnion):
+    """A solid known from its surface (a closed triangle mesh or a segmented point cloud):
+    the voxels of edge ``pitch`` that the surface passes through, with the cavities they
+    enclose filled (``contains``: the solid the shape prior fills), covered by axis-aligned
+    boxes merged greedily, each clipped to the surface's bounding box (so a ruler thinner
+    than a voxel keeps its thickness).
+    ``closing`` voxels of morphological closing first seal the gaps of a sparse cloud.
+
+    The boxes contain the solid (up to one voxel of padding at slanted faces), so the
+    realizability constraints of the union stay necessary conditions. ``max_parts``
+    bounds the SDP's size: the two boxes whose bounding box adds the least volume are
+    replaced by it until at most that many remain (the cover only grows).
+    """
+
+    def __init__(
+        self,
+        surface_points: np.ndarray,
+        pitch: float,
+        relaxation: Relaxation = "quadratic",
+        max_parts: int = 12,
+        closing: int = 0,
+    ) -> None:
+        points = np.asarray(surface_points, dtype=float)
+        if points.ndim != 2 or points.shape[1] != 3 or len(points) < 4:
+            raise ValueError("the surface needs at least 4 points, as a (n, 3) array")
+        if not np.all(np.isfinite(points)):
+            raise ValueError("the surface points must be finite (drop the NaNs of the cloud)")
+        if not pitch > 0:
+            raise ValueError(f"pitch must be positive, got {pitch}")
+        lo, hi = points.min(axis=0), points.max(axis=0)
+        if np.all(hi - lo <= 0):
+            raise ValueError("the surface points coincide: the object has no extent")
+        self.pitch = float(pitch)
+        self._voxels = _filled_voxels(points, lo, self.pitch, closing)
+        boxes = _merged_boxes(self._voxels)
+        self._offset = lo - (1 + closing) * self.pitch  # corner of voxel index 0
+        thinnest = 0.1 * self.pitch  # a flat cloud (one side of a thin object) gets a slab
+        self._clip = (lo, np.maximum(hi, lo + thinnest))
+        low = np.array([np.maximum(self._offset + a * self.pitch, lo) for a, _ in boxes])
+        high = np.array([np.minimum(self._offset + b * self.pitch, hi) for _, b in boxes])
+        high = np.maximum(high, low + thinnest)
+        parts = [
+            Box.from_corners(*corners, relaxation=relaxation)
+            for corners in zip(*_fewest_boxes(low, high, max_parts), strict=True)
+        ]
+        super().__init__(parts)
+
+    def contains(self, points: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+        """Whether each point lies in a filled voxel (clipped to the surface's bounding box):
+        the solid itself, which the prior's grid samples. The merged boxes (``parts``) that
+        carry the realizability constraints contain it."""
+        points = np.atleast_2d(np.asarray(points, dtype=float))
+        index = np.ceil((points - self._offset) / self.pitch - 1e-9).astype(int) - 1
+        inside = np.all((index >= 0) & (index < self._voxels.shape), axis=1)
+        inside &= np.all((points >= self._clip[0] - tol) & (points <= self._clip[1] + tol), axis=1)
+        filled = np.zeros(len(points), dtype=bool)
+        filled[inside] = self._voxels[tuple(index[inside].T)]
+        return filled
+
+    @classmethod
+    def from_mesh(
+        cls,
+        vertices: np.ndarray,
+        faces: np.ndarray,
+        pitch: float,
+        relaxation: Relaxation = "quadratic",
+        max_parts: int = 12,
+    ) -> VoxelShape:
+        """A closed triangle mesh (vertices (n, 3) in the body frame, faces (f, 3) indices;
+        several closed meshes may overlap, e.g. the parts of a tool). The orientation of
+        the faces does not matter."""
+        vertices = np.asarray(vertices, dtype=float)
+        faces = np.asarray(faces)
+        if vertices.ndim != 2 or vertices.shape[1] != 3 or faces.ndim != 2 or faces.shape[1] != 3:
+            raise ValueError("a mesh needs vertices (n, 3) and triangle faces (f, 3)")
+        if faces.size == 0 or faces.min() < 0 or faces.max() >= len(vertices):
+            raise ValueError("faces must index the vertices (0 .. n - 1)")
+        return cls(surface_samples(vertices[faces], pitch / 4), pitch, relaxation, max_parts)
+
+    @classmethod
+    def from_points(
+        cls,
+        points: np.ndarray,
+        pitch: float,
+        relaxation: Relaxation = "quadratic",
+        max_parts: int = 12,
+    ) -> VoxelShape:
+        """A segmented point cloud of the object (surface or volume samples, in the body
+        frame). One voxel of closing seals gaps up to a voxel wide: ``pitch`` should be about
+        the cloud's point spacing or more."""
+        return cls(points, pitch, relaxation, max_parts, closing=1)
+
+
+def surface_samples(triangles: np.ndarray, spacing: float) -> np.ndarray:
+    """Points on each triangle (t, 3, 3) a, b, c: the barycentric grid a + u (b - a) +
+    v (c - a), u + v <= 1, with steps at most ``spacing`` along both edges (vertices
+    included), so that long thin triangles get no more points than their area needs."""
+    out = []
+    for a, b, c in np.asarray(triangles, dtype=float):
+        n_b = max(1, int(np.ceil(np.linalg.norm(b - a) / spacing)))
+        n_c = max(1, int(np.ceil(np.linalg.norm(c - a) / spacing)))
+        u, v = np.meshgrid(np.arange(n_b + 1) / n_b, np.arange(n_c + 1) / n_c, indexing="ij")
+        keep = u + v <= 1 + 1e-12
+        out.append(a + np.outer(u[keep], b - a) + np.outer(v[keep], c - a))
+    return np.vstack(out)
+
+
+def _filled_voxels(points: np.ndarray, lo: np.ndarray, pitch: float, closing: int) -> np.ndarray:
+    """Occupancy (with one empty voxel of padding on every side) of the voxels holding a
+    point, with the enclosed cavities filled. Voxel i >= 1 spans (lo + (i - 1) pitch,
+    lo + i pitch]: a face on a grid plane adds no voxel beyond it. ``closing`` iterations of
+    a 3x3x3 closing seal gaps of the surface first."""
+    pad = 1 + closing
+    index = np.maximum(np.ceil((points - lo) / pitch - 1e-9).astype(int), 1) + pad - 1
+    grid = np.zeros(index.max(axis=0) + 1 + pad, dtype=bool)
+    grid[tuple(index.T)] = True
+    if closing:
+        grid = ndimage.binary_closing(grid, np.ones((3, 3, 3)), iterations=closing)
+    return ndimage.binary_fill_holes(grid)
+
+
+def _merged_boxes(occupancy: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Voxel index ranges [start, stop) of boxes covering the occupied voxels exactly, each
+    grown greedily along the axes in turn; the axis order giving the fewest boxes wins."""
+    best = None
+    for order in itertools.permutations(range(3)):
+        boxes = _greedy_boxes(np.transpose(occupancy, order))
+        inverse = np.argsort(order)
+        boxes = [(start[inverse], stop[inverse]) for start, stop in boxes]
+        if best is None or len(boxes) < len(best):
+            best = boxes
+    return best
+
+
+def _fewest_boxes(
+    low: np.ndarray, high: np.ndarray, max_parts: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Corners of at most max_parts boxes covering the given ones: agglomerative merging,
+    each step replacing the pair whose common bounding box adds the least volume."""
+    if max_parts < 1:
+        raise ValueError(f"max_parts must be at least 1, got {max_parts}")
+    low, high = low.copy(), high.copy()
+    while len(low) > max_parts:
+        volume = np.prod(high - low, axis=1)
+        joint = np.prod(
+            np.maximum(high[:, None], high[None]) - np.minimum(low[:, None], low[None]), axis=2
+        )
+        added = joint - volume[:, None] - volume[None]
+        np.fill_diagonal(added, np.inf)
+        i, j = np.unravel_index(np.argmin(added), added.shape)
+        low[i], high[i] = np.minimum(low[i], low[j]), np.maximum(high[i], high[j])
+        low, high = np.delete(low, j, axis=0), np.delete(high, j, axis=0)
+    return low, high
+
+
+def _greedy_boxes(occupancy: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    left = occupancy.copy()
+    shape = left.shape
+    boxes = []
+    for start in np.argwhere(occupancy):
+        if not left[tuple(start)]:
+            continue
+        stop = start + 1
+        for axis in range(3):
+            while stop[axis] < shape[axis]:
+                grown = [slice(a, b) for a, b in zip(start, stop, strict=True)]
+                grown[axis] = slice(stop[axis], stop[axis] + 1)
+                if not left[tuple(grown)].all():
+                    break
+                stop[axis] += 1
+        left[tuple(slice(a, b) for a, b in zip(start, stop, strict=True))] = False
+        boxes.append((start, stop))
+    return boxes
 
 
 def voxel_centres(shape: _Realizable, pitch: float) -> np.ndarray:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
@@ -26,7 +27,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from ...core.consistency import ConsistencyError
 from ...core.planning.objects import BalancedObject, ComEstimate, PolytopeError, informed_com_box
-from ...core.planning.planner import METHODS, PlannerSettings, PlanningError
+from ...core.planning.planner import METHODS, Iteration, PlannerSettings, PlanningError
 from ...core.planning.session import PlanOutcome, plan_and_verify
 from ...core.planning.tray import body_motion, rotation
 from ...core.spatial import transform
@@ -35,6 +36,7 @@ from ..conversions import pose_matrix, to_quaternion, to_vector3
 from ..interface import LATCHED_QOS, RELIABLE_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare
 from ..runtime import diagnostics, run_executable
+from .planner_action import ACTION_NAME, ACTION_TYPE, add_plan_action
 
 INTERFACE = NodeInterface(
     executable="planner_node",
@@ -80,7 +82,14 @@ INTERFACE = NodeInterface(
         ),
         Topic("~/goal", "geometry_msgs/msg/PoseStamped", "reliable", "goal tray position (plans)"),
     ],
-    services=[Service("~/plan", "std_srvs/srv/Trigger", "plan to the last goal now")],
+    services=[
+        Service("~/plan", "std_srvs/srv/Trigger", "plan to the last goal now"),
+        Service(
+            ACTION_NAME,
+            ACTION_TYPE,
+            "action: plan to a goal position, feedback per SQP iteration, result certified or why",
+        ),
+    ],
     parameters=[
         Param("object_shape", "string", "box", "box or cylinder", choices=("box", "cylinder")),
         Param(
@@ -172,6 +181,8 @@ class PlannerNode(Node):
             PoseStamped, "~/goal", self._on_goal, RELIABLE_QOS, callback_group=group
         )
         self.create_service(Trigger, "~/plan", self._on_plan, callback_group=group)
+        self.last_outcome: PlanOutcome | None = None
+        self._action = add_plan_action(self)
 
     # ----- inputs ------------------------------------------------------------------------
     def _on_estimate(self, msg: PayloadEstimate) -> None:
@@ -225,15 +236,21 @@ class PlannerNode(Node):
         informed, _ = informed_com_box(self.object, self.estimate, self.p.k_sigma)
         return informed, f"informed ({self.p.k_sigma:g} sigma)"
 
-    def plan(self, reason: str) -> tuple[bool, str]:
-        """Plan, verify and publish; (certified?, message)."""
+    def plan(
+        self, reason: str, on_iteration: Callable[[Iteration], None] | None = None
+    ) -> tuple[bool, str]:
+        """Plan, verify and publish; (certified?, message). ``on_iteration`` sees each SQP
+        iteration and may raise ``PlanningError`` to stop."""
         with self._lock:
+            self.last_outcome = None
             try:
                 obj, source = self._object()
                 settings = PlannerSettings(duration=self.p.duration)
                 outcome = plan_and_verify(
-                    [obj], self.p.method, settings, self.start, self.goal, self.p.max_solves
-                )
+                    [obj], self.p.method, settings, self.start, self.goal, self.p.max_solves,
+                    on_iteration=on_iteration,
+                )  # fmt: skip
+                self.last_outcome = outcome
             except (PolytopeError, PlanningError) as error:
                 return self._refuse(str(error))
             except ConsistencyError as error:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import osqp
 import scipy.sparse as sp
+from scipy.optimize import nnls
 
 from .objects import BalancedObject
 from .tray import TrayModel, interpolate, rollout, step_matrices
@@ -217,10 +218,12 @@ class TrayPlanner:
     def _terminal(self, X: np.ndarray, goal: np.ndarray) -> tuple:
         """Linearized p(q_N) = p_d: (rows, value) with rows @ z = value."""
         p, J = self.model.positions(X[-1, : self.nq])
-        rows = sp.lil_matrix((3, self.nz))
         start = self._x(self.N).start
-        rows[:, start : start + self.nq] = J[0]
-        return rows.tocsr(), goal - p[0] + J[0] @ X[-1, : self.nq]
+        cols = np.tile(np.arange(start, start + self.nq), 3)
+        rows = sp.csr_matrix(
+            (J[0].ravel(), (np.repeat(np.arange(3), self.nq), cols)), shape=(3, self.nz)
+        )
+        return rows, goal - p[0] + J[0] @ X[-1, : self.nq]
 
     def _balancing(self, X: np.ndarray, lam: np.ndarray) -> np.ndarray:
         """r (N+1, n_obj, 6): scaled frictionless Newton-Euler residuals (notes §3.5)."""
@@ -234,15 +237,17 @@ class TrayPlanner:
             offset += n
         return self._scale * wrench
 
-    def _balancing_jacobian(self, X: np.ndarray, lam: np.ndarray, r: np.ndarray) -> np.ndarray:
-        """d r / d x_k (N+1, n_obj, 6, nx) by forward differences, all nodes at once (each
-        residual depends on its own node only), over the state entries that enter r."""
-        jac = np.zeros((len(X), len(self.virtual), 6, self.nx))
+    def _balancing_jacobian(self, X: np.ndarray) -> np.ndarray:
+        """d r / d x_k (N+1, n_obj, 6, nx): the regressor's forward differences (each node's
+        residuals depend on its own state only; lambda enters linearly), over the state
+        entries that enter it, times every virtual object's theta."""
+        Y = self.model.regressors(X)
+        dY = np.zeros(Y.shape + (self.nx,))
         for i in self.model.fd_indices:
             dx = np.zeros(self.nx)
             dx[i] = FD_STEP
-            jac[..., i] = (self._balancing(X + dx, lam) - r) / FD_STEP
-        return jac
+            dY[..., i] = (self.model.regressors(X + dx) - Y) / FD_STEP
+        return self._scale * np.einsum("nwpi,jp->njwi", dY, self._thetas)
 
     def _structure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Row and column indices of the balancing Jacobian's entries (fixed), and the
@@ -269,7 +274,7 @@ class TrayPlanner:
         N, n_obj, nx, s = self.N, len(self.virtual), self.nx, self.settings
         X, lam = self._split(z)
         r = self._balancing(X, lam)
-        dr = self._balancing_jacobian(X, lam, r)
+        dr = self._balancing_jacobian(X)
         w = np.sqrt(s.slack_weight)
         values = []
         lam_cols = np.split(
@@ -331,6 +336,7 @@ class TrayPlanner:
         statuses: list[str] = []
         y = None
         began, began_cpu = time.perf_counter(), time.process_time()
+        z[(N + 1) * nx + N * nq :] = np.tile(self._resting_forces(x0), N + 1)
         for iteration in range(s.sqp_iterations):
             X, _ = self._split(z)
             terminal, value = self._terminal(X, goal)
@@ -340,7 +346,7 @@ class TrayPlanner:
             solver = osqp.OSQP()
             solver.setup(
                 P, q, A, lo, hi, verbose=False, eps_abs=1e-4, eps_rel=1e-4, max_iter=20000,
-                polishing=True,
+                polishing=iteration == s.sqp_iterations - 1,  # the iterates need no polish
             )  # fmt: skip
             solver.warm_start(x=z, y=y)
             result = solver.solve(raise_error=False)
@@ -363,6 +369,14 @@ class TrayPlanner:
         rms = float(np.sqrt(np.mean(self._balancing(X, lam) ** 2)))
         times = np.arange(N + 1) * s.dt
         return TrayPlan(times, X, U, lam, self.method, rms, elapsed, cpu, statuses, self.model.name)
+
+    def _resting_forces(self, x0: np.ndarray) -> np.ndarray:
+        """Normal forces holding every virtual object at rest at x0 (NNLS): the first
+        iterate, resting with these forces, balances exactly."""
+        Y = self.model.regressors(x0[None])[0]
+        return np.concatenate(
+            [nnls(G, Y @ theta)[0] for G, theta in zip(self._G, self._thetas, strict=True)]
+        )
 
     def _progress(
         self, z: np.ndarray, goal: np.ndarray, k: int, status: str, began: float

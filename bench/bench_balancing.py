@@ -1,4 +1,5 @@
-"""Benchmarks of robust nonprehensile balancing (paper 004) on the free-flying tray.
+"""Benchmarks of robust nonprehensile balancing (paper 004), on the free-flying tray or
+(``--robot ridgeback_ur10``) on the paper's 9-DoF Ridgeback + UR10.
 
 1. Table I side by side: the worst-case violation (Eq. 13, mu = 0.2) of the Center, Top and
    Robust plans at 30/40/50/60 cm, maximum over the three goals (paper: Ridgeback + UR10,
@@ -9,7 +10,7 @@
 4. Estimator-informed vs uninformed robust plans: the shortest certified duration, and
    success for the true CoM.
 
-Run: .venv/bin/python bench/bench_balancing.py [--full]
+Run: .venv/bin/python bench/bench_balancing.py [--full] [--robot ridgeback_ur10 --duration 10]
 (default: heights 30 and 60 cm and inertia scale 1 in the MuJoCo sweep; --full: the
 paper's 4 heights x 3 inertia scales = 135 runs per height and method).
 """
@@ -30,8 +31,12 @@ from inertia_estimation_ros.core.planning.objects import (
     ComEstimate,
     informed_com_box,
 )
-from inertia_estimation_ros.core.planning.planner import PlannerSettings, TrayPlanner
-from inertia_estimation_ros.core.planning.tray import regressors
+from inertia_estimation_ros.core.planning.planner import (
+    PlannerSettings,
+    PlanningError,
+    TrayPlanner,
+)
+from inertia_estimation_ros.core.planning.session import ROBOTS, robot_model
 from inertia_estimation_ros.core.planning.verification import WorstCaseVerifier
 from inertia_estimation_ros.sim.tray_balancing import point_mass_inertia, replay
 
@@ -64,18 +69,34 @@ def com_offsets(h: float) -> list[np.ndarray]:
     return out
 
 
+MODEL = {"robot": "tray"}  # the planner model of this run (--robot)
+
+
+def start_and_origin() -> tuple[np.ndarray, np.ndarray]:
+    """The start configuration and the tray position the goals are offsets from."""
+    if MODEL["robot"] == "tray":
+        return START, START[:3]
+    from inertia_estimation_ros.core.planning.robot import HOME
+
+    model = robot_model(MODEL["robot"], PlannerSettings())
+    return HOME, model.positions(HOME)[0][0]
+
+
 def plan_all(obj: BalancedObject, settings: PlannerSettings) -> dict:
     plans = {}
+    start, origin = start_and_origin()
+    model = robot_model(MODEL["robot"], settings)
     for method in METHODS:
-        planner = TrayPlanner([obj], method, settings)
-        plans[method] = [planner.plan(START, START[:3] + goal) for goal in GOALS]
+        planner = TrayPlanner([obj], method, settings, model)
+        plans[method] = [planner.plan(start, origin + goal) for goal in GOALS]
     return plans
 
 
 def verify(verifier: WorstCaseVerifier, plan, max_solves: int) -> tuple:
     times = plan.sample_times(VERIFY_PERIOD)
     began = time.perf_counter()
-    result = verifier.verify(times, regressors(plan.states(times)), max_solves=max_solves)
+    Y = robot_model(plan.robot, PlannerSettings()).regressors(plan.states(times))
+    result = verifier.verify(times, Y, max_solves=max_solves)
     return result, time.perf_counter() - began
 
 
@@ -151,19 +172,23 @@ def informed_vs_uninformed(max_solves: int) -> None:
     informed, _ = informed_com_box(base, estimate, k_sigma=3.0)
     print("| CoM polytope | shortest certified T [s] | max violation | MuJoCo (true CoM) |")
     print("|---|---|---|---|")
+    start, origin = start_and_origin()
     for name, obj in (("uninformed (paper)", base), ("informed, 3 sigma", informed)):
         verifier = WorstCaseVerifier(obj, obj.contacts.face_form())
         found = None
-        for duration in np.arange(2.0, 7.01, 0.5):
-            plan = TrayPlanner([obj], "robust", PlannerSettings(duration=float(duration))).plan(
-                START, START[:3] + GOALS[0]
-            )
+        for duration in np.arange(2.0, 10.01, 0.5):
+            settings = PlannerSettings(duration=float(duration))
+            model = robot_model(MODEL["robot"], settings)
+            try:
+                plan = TrayPlanner([obj], "robust", settings, model).plan(start, origin + GOALS[0])
+            except PlanningError:  # too short for the limits
+                continue
             result, _ = verify(verifier, plan, max_solves)
             if result.certified:
                 found = (duration, result, plan)
                 break
         if found is None:
-            print(f"| {name} | none up to 7 s | | |")
+            print(f"| {name} | none up to 10 s | | |")
             continue
         duration, result, plan = found
         run = replay(plan, size, true_offset, point_mass_inertia(size, true_offset))
@@ -178,7 +203,10 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="the paper's full sweep")
     parser.add_argument("--duration", type=float, default=5.0, help="plan duration T [s]")
     parser.add_argument("--max-solves", type=int, default=150, help="SDPs per trajectory")
+    parser.add_argument("--robot", choices=ROBOTS, default="tray", help="planner model")
     args = parser.parse_args()
+    MODEL["robot"] = args.robot
+    print(f"robot model: {args.robot}")
     heights = [30, 40, 50, 60]
     settings = PlannerSettings(duration=args.duration)
     began = time.perf_counter()

@@ -12,11 +12,16 @@ import numpy as np
 import pytest
 
 from inertia_estimation_ros.core.planning.objects import BalancedObject
-from inertia_estimation_ros.core.planning.planner import PlannerSettings, TrayPlanner
+from inertia_estimation_ros.core.planning.planner import (
+    PlannerSettings,
+    PlanningError,
+    TrayPlanner,
+)
 from inertia_estimation_ros.core.planning.robot import HOME, NQ, MobileManipulator
 from inertia_estimation_ros.core.planning.session import verify_plan
 from inertia_estimation_ros.core.planning.tray import interpolate
 from inertia_estimation_ros.core.spatial import log3
+from inertia_estimation_ros.sim.scenario import ScenarioError, load_scenario
 from inertia_estimation_ros.sim.tray_balancing import point_mass_inertia, replay
 
 SIZE = np.array([0.15, 0.15, 0.6])
@@ -87,3 +92,20 @@ def test_joint_space_plan_is_certified_and_keeps_the_box_standing_in_mujoco(robo
     assert run.success and run.max_displacement < 0.026 and run.in_contact.all()
     # the tray in MuJoCo followed the robot's forward kinematics to the goal
     np.testing.assert_allclose(run.tray_pose[-1, :3], goal, atol=2e-3)
+
+
+def test_the_scenario_runs_the_robot_from_yaml():
+    scenario = load_scenario(
+        {"type": "tray_balancing", "robot": "ridgeback_ur10", "height": 0.3, "duration": 5.0}
+    )
+    run = scenario.run()
+    assert run.success and run.max_displacement < 0.026
+    with pytest.raises(ScenarioError, match="robot"):
+        load_scenario({"type": "tray_balancing", "robot": "ur5"})
+
+
+def test_a_goal_out_of_the_arms_reach_is_refused(robot):
+    """3 m above the tray: no configuration reaches it; the plan is refused, not returned."""
+    goal = robot.positions(HOME)[0][0] + [0.0, 0.0, 3.0]
+    with pytest.raises(PlanningError, match="out of the ridgeback_ur10's reach"):
+        TrayPlanner([OBJECT], "center", SETTINGS, robot).plan(HOME, goal)

@@ -23,7 +23,7 @@ from scipy.spatial.transform import Rotation
 
 from ..core.planning.objects import BalancedObject
 from ..core.planning.planner import PlannerSettings, TrayPlan, TrayPlanner
-from ..core.planning.session import robot_model
+from ..core.planning.session import ROBOTS, robot_model
 from ..core.planning.tray import NQ, euler_rate_map, rotation
 from ..core.spatial import rotation_angle, transform
 from .scenario import ScenarioError, Section, scenario_type
@@ -229,7 +229,9 @@ def _matrices(quaternions_wxyz: np.ndarray) -> np.ndarray:
 @scenario_type("tray_balancing")
 class TrayBalancingScenario:
     """YAML: ``height``, ``com_offset`` (from the centroid), ``inertia_scale``, ``goal``
-    (offset from the start), ``method`` (robust / center / top), ``duration``, ``mu``."""
+    (offset from the start), ``method`` (robust / center / top), ``duration``, ``mu``,
+    ``robot``: ``tray`` (the free-flying tray) or ``ridgeback_ur10`` (the paper's 9-DoF
+    robot from its home pose; the tray follows its forward kinematics)."""
 
     def __init__(
         self,
@@ -241,10 +243,11 @@ class TrayBalancingScenario:
         method: str,
         settings: PlannerSettings,
         mu: float,
+        robot: str = "tray",
     ) -> None:
         self.name, self.height, self.com_offset = name, height, com_offset
         self.inertia_scale, self.goal, self.method = inertia_scale, goal, method
-        self.settings, self.mu, self.seed = settings, mu, 0
+        self.settings, self.mu, self.seed, self.robot = settings, mu, 0, robot
         self.size = np.array([0.15, 0.15, height])
         self.config: dict = {}
         self.duration = settings.duration + 1.0  # plan, then the hold
@@ -262,6 +265,7 @@ class TrayBalancingScenario:
             method=section.string("method", "robust", choices=("robust", "center", "top")),
             settings=PlannerSettings(duration=section.number("duration", 5.0, positive=True)),
             mu=section.number("mu", 0.2, low=0.0),
+            robot=section.string("robot", "tray", choices=ROBOTS),
         )
         section.done()
         scenario.config = dict(section.data)
@@ -269,8 +273,15 @@ class TrayBalancingScenario:
 
     def plan(self) -> TrayPlan:
         obj = BalancedObject.box(tuple(self.size), mu=self.mu)
-        start = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
-        return TrayPlanner([obj], self.method, self.settings).plan(start, start[:3] + self.goal)
+        model = robot_model(self.robot, self.settings)
+        if self.robot == "tray":
+            start = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+        else:
+            from ..core.planning.robot import HOME
+
+            start = HOME
+        origin = model.positions(start)[0][0]
+        return TrayPlanner([obj], self.method, self.settings, model).plan(start, origin + self.goal)
 
     def run(
         self, seed: int | None = None, progress: Callable[[float], None] | None = None

@@ -60,6 +60,7 @@ class PlannerSettings:
     acceleration_weight: float = 0.01
     jerk_weight: float = 1e-3
     slack_weight: float = 100.0  # w_s of the soft balancing equalities
+    goal_tolerance: float = 0.01  # [m] a plan ending farther from the goal is refused
 
     @property
     def nodes(self) -> int:
@@ -365,10 +366,23 @@ class TrayPlanner:
         elapsed, cpu = time.perf_counter() - began, time.process_time() - began_cpu
         U = z[(N + 1) * nx : (N + 1) * nx + N * nq].reshape(N, nq)
         X = rollout(x0, U, s.dt)  # exactly the triple integrator, from exactly x0
+        self._check_reached(X, goal)
         lam = self._split(z)[1]
         rms = float(np.sqrt(np.mean(self._balancing(X, lam) ** 2)))
         times = np.arange(N + 1) * s.dt
         return TrayPlan(times, X, U, lam, self.method, rms, elapsed, cpu, statuses, self.model.name)
+
+    def _check_reached(self, X: np.ndarray, goal: np.ndarray) -> None:
+        """PlanningError if the final tray position misses the goal (the terminal condition
+        is linearized: a goal out of the robot's reach is not met after the iterations)."""
+        reached = self.model.positions(X[-1, : self.nq])[0][0]
+        miss = float(np.linalg.norm(reached - goal))
+        if miss > self.settings.goal_tolerance:
+            raise PlanningError(
+                f"the plan ends {miss:.3f} m from the goal {np.round(goal, 3)} (at "
+                f"{np.round(reached, 3)}): the goal is out of the {self.model.name}'s reach "
+                "or T is too short; move the goal or lengthen the duration"
+            )
 
     def _resting_forces(self, x0: np.ndarray) -> np.ndarray:
         """Normal forces holding every virtual object at rest at x0 (NNLS): the first

@@ -19,7 +19,7 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from test_launch import ROOT, check_node_parameters, installed_executables, launch
 from test_readme_nodes import assert_matches, introspect
-from trajectory_msgs.msg import MultiDOFJointTrajectory
+from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
 
 from inertia_estimation_ros.action import PlanBalancing
 from inertia_estimation_ros.msg import PayloadEstimate
@@ -188,6 +188,49 @@ def test_the_plan_action_sends_feedback_per_iteration_and_a_certified_result(ros
     finally:
         executor.shutdown()
         client.destroy()
+        peer.destroy_node()
+        node.destroy_node()
+
+
+@pytest.mark.timeout(240)
+def test_the_papers_robot_gets_a_certified_joint_trajectory(ros_context):
+    """robot: ridgeback_ur10 plans the 9 joints from the home pose; the JointTrajectory ends
+    at rest with the tray at the goal (forward kinematics)."""
+    from inertia_estimation_ros.core.planning.robot import HOME, MobileManipulator
+
+    robot = MobileManipulator()
+    overrides = PARAMETERS | {"robot": "ridgeback_ur10", "require_valid_estimate": False}
+    node = PlannerNode(
+        context=ros_context,
+        parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()],
+        use_global_arguments=False,
+    )
+    peer = Node("robot_peer", context=ros_context)
+    got = []
+    peer.create_subscription(
+        JointTrajectory, "/planner_node/joint_trajectory", got.append, LATCHED_QOS
+    )
+    goals = peer.create_publisher(PoseStamped, "/planner_node/goal", RELIABLE_QOS)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    executor.add_node(peer)
+    goal = robot.positions(HOME)[0][0] + [0.5, 0.0, 0.0]
+    msg = PoseStamped()
+    msg.header.frame_id = "world"
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = goal
+    msg.pose.orientation.w = 1.0
+    try:
+        spin_until(executor, lambda: peer.count_subscribers("/planner_node/goal") > 0, 5.0)
+        goals.publish(msg)
+        assert spin_until(executor, lambda: len(got) == 1, 120.0)
+        trajectory = got[0]
+        assert trajectory.joint_names[0] == "x_to_world_joint" and len(trajectory.joint_names) == 9
+        last = trajectory.points[-1]
+        np.testing.assert_allclose(robot.positions(np.array(last.positions))[0][0], goal, atol=2e-3)
+        np.testing.assert_allclose(last.velocities, 0.0, atol=1e-3)
+        np.testing.assert_allclose(trajectory.points[0].positions, HOME, atol=1e-12)
+    finally:
+        executor.shutdown()
         peer.destroy_node()
         node.destroy_node()
 

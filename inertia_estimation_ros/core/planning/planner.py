@@ -171,6 +171,7 @@ class TrayPlanner:
         self._diag = self._diagonal_weights()
         self._thetas = np.array([v.theta for v in self.virtual])
         self._G = [v.G for v in self.virtual]
+        self._G_all = sp.block_diag(self._G, format="csr")  # every object's contacts
 
     # ----- indices ------------------------------------------------------------------
     def _x(self, k: int) -> slice:
@@ -231,12 +232,9 @@ class TrayPlanner:
         return self._residuals(self.model.regressors(X), lam)
 
     def _residuals(self, Y: np.ndarray, lam: np.ndarray) -> np.ndarray:
-        wrench = np.einsum("nwp,jp->njw", Y, self._thetas)
-        offset = 0
-        for j, (G, n) in enumerate(zip(self._G, self.n_lambda, strict=True)):
-            wrench[:, j] -= lam[:, offset : offset + n] @ G.T
-            offset += n
-        return self._scale * wrench
+        wrench = np.swapaxes(Y @ self._thetas.T, 1, 2)  # (n, n_obj, 6)
+        contact = (lam @ self._G_all.T).reshape(wrench.shape)
+        return self._scale * (wrench - contact)
 
     def _balancing_jacobian(self, X: np.ndarray) -> np.ndarray:
         """d r / d x_k (N+1, n_obj, 6, nx): the regressor's forward differences (each node's
@@ -251,21 +249,26 @@ class TrayPlanner:
         return self._scale * np.einsum("nwpi,jp->njwi", dY, self._thetas)
 
     def _structure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Row and column indices of the balancing Jacobian's entries (fixed), and the
+        """Row and column indices of the balancing Jacobian's structural nonzeros (fixed:
+        the state entries that enter the regressor, the nonzeros of each G), and the
         constant lambda part of its values."""
         N, n_obj, nx = self.N, len(self.virtual), self.nx
-        rows, cols, lam_values = [], [], []
+        fd = self.model.fd_indices
+        rows, cols, lam_values, self._lam_counts = [], [], [], []
+        node_rows = 6 * n_obj * np.arange(N + 1)[:, None]
         offset = 0
         for j, (v, n) in enumerate(zip(self.virtual, self.n_lambda, strict=True)):
             rr = 6 * j + np.arange(6)
-            rows.append(np.repeat(rr, nx)[None, :] + 6 * n_obj * np.arange(N + 1)[:, None])
-            cols.append(np.tile(np.arange(nx), 6)[None, :] + nx * np.arange(N + 1)[:, None])
-            rows.append(np.repeat(rr, n)[None, :] + 6 * n_obj * np.arange(N + 1)[:, None])
+            rows.append(np.repeat(rr, len(fd))[None, :] + node_rows)
+            cols.append(np.tile(fd, 6)[None, :] + nx * np.arange(N + 1)[:, None])
+            g_rows, g_cols = np.nonzero(v.G)
+            rows.append(rr[g_rows][None, :] + node_rows)
             lam_start = (N + 1) * nx + N * self.nq + offset
-            cols.append(
-                np.tile(np.arange(n), 6)[None, :] + lam_start + self.nl * np.arange(N + 1)[:, None]
+            cols.append(g_cols[None, :] + lam_start + self.nl * np.arange(N + 1)[:, None])
+            lam_values.append(
+                np.broadcast_to(-self._scale * v.G[g_rows, g_cols], (N + 1, len(g_rows)))
             )
-            lam_values.append(np.broadcast_to(-self._scale * v.G.ravel(), (N + 1, 6 * n)))
+            self._lam_counts.append(len(g_rows))
             offset += n
         return np.hstack(rows).ravel(), np.hstack(cols).ravel(), np.hstack(lam_values)
 
@@ -278,11 +281,10 @@ class TrayPlanner:
         dr = self._balancing_jacobian(X)
         w = np.sqrt(s.slack_weight)
         values = []
-        lam_cols = np.split(
-            self._lam_values, np.cumsum([6 * n for n in self.n_lambda])[:-1], axis=1
-        )
+        lam_cols = np.split(self._lam_values, np.cumsum(self._lam_counts)[:-1], axis=1)
+        fd = self.model.fd_indices
         for j in range(n_obj):
-            values += [dr[:, j].reshape(N + 1, -1), lam_cols[j]]
+            values += [dr[:, j][..., fd].reshape(N + 1, -1), lam_cols[j]]
         J_bal = sp.csr_matrix(
             (w * np.hstack(values).ravel(), (self._rows, self._cols)),
             shape=((N + 1) * 6 * n_obj, self.nz),
@@ -301,7 +303,7 @@ class TrayPlanner:
     def _cost(self, z: np.ndarray, goal: np.ndarray) -> tuple[sp.csc_matrix, np.ndarray]:
         """Gauss-Newton (P, q) of 1/2 |R(z)|^2 + the diagonal regularization, at z."""
         J, r0 = self._least_squares(z, goal)
-        P = (J.T @ J + sp.diags(self._diag)).tocsc()
+        P = (J.T.tocsr() @ J + sp.diags(self._diag)).tocsc()
         q = J.T @ r0 - self._diag * self._target
         return sp.triu(P, format="csc"), q
 

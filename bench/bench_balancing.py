@@ -11,6 +11,7 @@
    success for the true CoM.
 
 Run: .venv/bin/python bench/bench_balancing.py [--full] [--robot ridgeback_ur10 --duration 10]
+[--times N: only the planning times, N rounds]
 (default: heights 30 and 60 cm and inertia scale 1 in the MuJoCo sweep; --full: the
 paper's 4 heights x 3 inertia scales = 135 runs per height and method).
 """
@@ -198,17 +199,46 @@ def informed_vs_uninformed(max_solves: int) -> None:
         )
 
 
+def planning_times(heights: list[int], settings: PlannerSettings, repeats: int) -> None:
+    """Only the planning times (no verification), interleaving the methods so that the
+    shared machine's load falls on all of them alike."""
+    print(f"\n## 2. Planning times only ({repeats} x {len(heights)} heights x 3 goals per method)")
+    cpu = {m: [] for m in METHODS}
+    wall = {m: [] for m in METHODS}
+    for _ in range(repeats):
+        for h in heights:
+            obj = BalancedObject.box((0.15, 0.15, h / 100))
+            for method, plans in plan_all(obj, settings).items():
+                cpu[method] += [p.cpu_time for p in plans]
+                wall[method] += [p.solve_time for p in plans]
+    print("| Method | CPU mean [ms] | wall mean [ms] | paper [ms] |")
+    print("|---|---|---|---|")
+    paper = {"center": 110, "top": 111, "robust": 326}
+    for method in METHODS:
+        print(
+            f"| {method} | {1e3 * np.mean(cpu[method]):.0f} | {1e3 * np.mean(wall[method]):.0f} "
+            f"| {paper[method]} |"
+        )
+    ratio = np.mean(cpu["robust"]) / np.mean(cpu["center"])
+    wall_ratio = np.mean(wall["robust"]) / np.mean(wall["center"])
+    print(f"Robust / Center planning time: CPU {ratio:.2f}, wall {wall_ratio:.2f} (paper 2.96)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the paper's full sweep")
     parser.add_argument("--duration", type=float, default=5.0, help="plan duration T [s]")
     parser.add_argument("--max-solves", type=int, default=150, help="SDPs per trajectory")
     parser.add_argument("--robot", choices=ROBOTS, default="tray", help="planner model")
+    parser.add_argument("--times", type=int, default=0, help="only N rounds of planning times")
     args = parser.parse_args()
     MODEL["robot"] = args.robot
     print(f"robot model: {args.robot}")
     heights = [30, 40, 50, 60]
     settings = PlannerSettings(duration=args.duration)
+    if args.times:
+        planning_times(heights, settings, args.times)
+        return
     began = time.perf_counter()
     all_plans = table_i(heights, settings, args.max_solves)
     sweep_heights = heights if args.full else [30, 60]

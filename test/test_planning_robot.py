@@ -65,6 +65,21 @@ def test_body_motion_matches_numerical_differentiation(robot):
     np.testing.assert_allclose(J[0], J_fd, atol=1e-6)
 
 
+def test_regressor_jacobian_matches_central_differences(robot):
+    """Pinocchio's analytic kinematics derivatives chained with the regressor's (what the
+    planner linearizes) against central differences of the regressor through the states."""
+    rng = np.random.default_rng(1)
+    X = np.hstack([HOME + 0.3 * rng.normal(size=(4, NQ)), rng.normal(size=(4, 2 * NQ))])
+    Y, dY = robot.regressor_jacobian(X)
+    np.testing.assert_allclose(Y, robot.regressors(X), atol=1e-12)
+    h = 1e-6
+    fd = np.stack(
+        [(robot.regressors(X + h * e) - robot.regressors(X - h * e)) / (2 * h)
+         for e in np.eye(3 * NQ)], axis=-1,
+    )  # fmt: skip
+    np.testing.assert_allclose(dY, fd, atol=2e-5)  # the forward-difference step in (V, dV, g)
+
+
 @pytest.fixture(scope="module")
 def robust_plan(robot):
     goal = robot.positions(HOME)[0][0] + OFFSET

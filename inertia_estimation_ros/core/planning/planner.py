@@ -237,15 +237,19 @@ class TrayPlanner:
         return self._scale * (wrench - contact)
 
     def _balancing_jacobian(self, X: np.ndarray) -> np.ndarray:
-        """d r / d x_k (N+1, n_obj, 6, nx): the regressor's forward differences (each node's
-        residuals depend on its own state only; lambda enters linearly), over the state
-        entries that enter it, times every virtual object's theta."""
-        Y = self.model.regressors(X)
-        dY = np.zeros(Y.shape + (self.nx,))
-        for i in self.model.fd_indices:
-            dx = np.zeros(self.nx)
-            dx[i] = FD_STEP
-            dY[..., i] = (self.model.regressors(X + dx) - Y) / FD_STEP
+        """d r / d x_k (N+1, n_obj, 6, nx): the regressor's derivative (the model's own if it
+        has one, else forward differences over the state entries that enter it; each node's
+        residuals depend on its own state only, lambda enters linearly) times every virtual
+        object's theta."""
+        if hasattr(self.model, "regressor_jacobian"):
+            dY = self.model.regressor_jacobian(X)[1]
+        else:
+            Y = self.model.regressors(X)
+            dY = np.zeros(Y.shape + (self.nx,))
+            for i in self.model.fd_indices:
+                dx = np.zeros(self.nx)
+                dx[i] = FD_STEP
+                dY[..., i] = (self.model.regressors(X + dx) - Y) / FD_STEP
         return self._scale * np.einsum("nwpi,jp->njwi", dY, self._thetas)
 
     def _structure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

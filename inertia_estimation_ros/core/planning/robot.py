@@ -20,6 +20,7 @@ import numpy as np
 import pinocchio as pin
 
 from ..regressor import body_regressor
+from ..spatial import skew
 from .tray import GRAVITY_W
 
 NQ = 9
@@ -121,6 +122,41 @@ class MobileManipulator:
             g[k] = self.data.oMf[self.tray].rotation.T @ GRAVITY_W
         shape = x.shape[:-1]
         return V.reshape(shape + (6,)), dV.reshape(shape + (6,)), g.reshape(shape + (3,))
+
+    def regressor_jacobian(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(Y (n, 6, 10), dY/dx (n, 6, 10, 27)) for states x (n, 27): Pinocchio's analytic
+        derivatives of the LOCAL twist and acceleration (and d g_e = g_e x J_omega dq),
+        chained with the regressor's derivative in (V, dV, g_e) by forward differences
+        (Y is polynomial of degree 2 in them)."""
+        x = np.atleast_2d(np.asarray(x, dtype=float))
+        n = len(x)
+        V, dV, g = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 3))
+        D = np.zeros((n, 15, NX))  # d (V, dV, g_e) / d (q, nu, dnu)
+        swap = np.r_[3:6, 0:3]  # Pinocchio's (linear, angular) -> (angular, linear)
+        for k, row in enumerate(x):
+            q, v, a = row[:NQ], row[NQ : 2 * NQ], row[2 * NQ :]
+            pin.computeForwardKinematicsDerivatives(self.model, self.data, q, v, a)
+            dv_dq, da_dq, da_dv, da_da = pin.getFrameAccelerationDerivatives(
+                self.model, self.data, self.tray, pin.LOCAL
+            )
+            twist = pin.getFrameVelocity(self.model, self.data, self.tray, pin.LOCAL)
+            accel = pin.getFrameAcceleration(self.model, self.data, self.tray, pin.LOCAL)
+            pin.updateFramePlacement(self.model, self.data, self.tray)
+            V[k], dV[k] = twist.vector[swap], accel.vector[swap]
+            g[k] = self.data.oMf[self.tray].rotation.T @ GRAVITY_W
+            D[k, :6, :NQ], D[k, :6, NQ : 2 * NQ] = dv_dq[swap], da_da[swap]
+            D[k, 6:12, :NQ], D[k, 6:12, NQ : 2 * NQ] = da_dq[swap], da_dv[swap]
+            D[k, 6:12, 2 * NQ :] = da_da[swap]
+            D[k, 12:, :NQ] = skew(g[k]) @ da_da[3:]
+        Y = body_regressor(V, dV, g)
+        z = np.hstack([V, dV, g])
+        step = 1e-6
+        dY_dz = np.empty(Y.shape + (15,))
+        for i in range(15):
+            zi = z.copy()
+            zi[:, i] += step
+            dY_dz[..., i] = (body_regressor(zi[:, :6], zi[:, 6:12], zi[:, 12:]) - Y) / step
+        return Y, np.einsum("nwpz,nzx->nwpx", dY_dz, D)
 
     def regressors(self, x: np.ndarray) -> np.ndarray:
         """Y (..., 6, 10) with w_GI = Y theta in {e} (paper 004, Eq. 2)."""

@@ -4,8 +4,9 @@ Planning takes seconds, so the ROS convention is an action: the goal is a tray p
 feedback comes after every SQP iteration (QP status, balancing residual, distance of the
 iterate from the goal) and once more when the verification SDPs start, and the result says
 whether a certified trajectory was published and, if not, why. A cancel request stops the
-planner at the next iteration. The ``~/plan`` Trigger service stays for callers without
-action clients (it plans to the last goal and blocks until done).
+planner at the next iteration (the goal ends canceled, nothing is published); one that
+arrives after the last iteration changes nothing. The ``~/plan`` Trigger service stays
+for callers without action clients (it plans to the last goal and blocks until done).
 """
 
 from __future__ import annotations
@@ -43,8 +44,11 @@ def add_plan_action(node: PlannerNode) -> ActionServer:
         p = handle.request.goal.point
         node.goal = np.array([p.x, p.y, p.z])
 
+        stopped = []
+
         def feedback(it: Iteration) -> None:
             if handle.is_cancel_requested:
+                stopped.append(it.index)
                 raise PlanCanceledError("canceled by the action client")
             handle.publish_feedback(_feedback("planning", it))
             if it.index == it.of:
@@ -52,7 +56,7 @@ def add_plan_action(node: PlannerNode) -> ActionServer:
 
         certified, message = node.plan("~/plan_balancing goal", on_iteration=feedback)
         outcome = node.last_outcome
-        if handle.is_cancel_requested:
+        if stopped:  # a cancel that arrives after planning changes nothing
             handle.canceled()
         elif certified:
             handle.succeed()

@@ -71,7 +71,9 @@ def build_model() -> tuple[pin.Model, int]:
     tool = model.getFrameId("tool0")
     gripper = model.frames[tool].placement * _placement((0, 0, 0.2618), (0, 0, 0))
     tray = gripper * _placement((0, -1.57079633, 3.14159265), (0.036712, -0.000405, 0.308562))
-    joint = model.frames[tool].parentJoint
+    tool_frame = model.frames[tool]
+    joint = getattr(tool_frame, "parentJoint", None)  # Pinocchio 3; 2.x calls it `parent`
+    joint = tool_frame.parent if joint is None else joint
     tray_id = model.addFrame(pin.Frame("tray", joint, tool, tray, pin.FrameType.OP_FRAME))
     return model, tray_id
 

@@ -25,7 +25,7 @@ PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 CMAKE_ENV := PATH=$(VENV_ABS)/bin:$$PATH CMAKE_PREFIX_PATH=$(VENV_ABS) AMENT_PREFIX_PATH=$(VENV_ABS)
 CMAKE_ARGS := -DCMAKE_INSTALL_PREFIX=$(VENV_ABS) -DCMAKE_PREFIX_PATH=$(VENV_ABS) \
 	-DPython3_EXECUTABLE=$(VENV_ABS)/bin/python -DBUILD_TESTING=ON
-PACKAGE_SOURCES := CMakeLists.txt package.xml $(wildcard msg/*.msg cmake/*) \
+PACKAGE_SOURCES := CMakeLists.txt package.xml $(wildcard msg/*.msg action/*.action cmake/*) \
 	$(shell find inertia_estimation_ros launch config rviz -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
 .PHONY: setup test test-compat lint bench demo readme docs clean mutants

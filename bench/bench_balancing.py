@@ -1,4 +1,5 @@
-"""Benchmarks of robust nonprehensile balancing (paper 004) on the free-flying tray.
+"""Benchmarks of robust nonprehensile balancing (paper 004), on the free-flying tray or
+(``--robot ridgeback_ur10``) on the paper's 9-DoF Ridgeback + UR10.
 
 1. Table I side by side: the worst-case violation (Eq. 13, mu = 0.2) of the Center, Top and
    Robust plans at 30/40/50/60 cm, maximum over the three goals (paper: Ridgeback + UR10,
@@ -9,7 +10,8 @@
 4. Estimator-informed vs uninformed robust plans: the shortest certified duration, and
    success for the true CoM.
 
-Run: .venv/bin/python bench/bench_balancing.py [--full]
+Run: .venv/bin/python bench/bench_balancing.py [--full] [--robot ridgeback_ur10 --duration 10]
+[--times N: only the planning times, N rounds]
 (default: heights 30 and 60 cm and inertia scale 1 in the MuJoCo sweep; --full: the
 paper's 4 heights x 3 inertia scales = 135 runs per height and method).
 """
@@ -30,8 +32,12 @@ from inertia_estimation_ros.core.planning.objects import (
     ComEstimate,
     informed_com_box,
 )
-from inertia_estimation_ros.core.planning.planner import PlannerSettings, TrayPlanner
-from inertia_estimation_ros.core.planning.tray import regressors
+from inertia_estimation_ros.core.planning.planner import (
+    PlannerSettings,
+    PlanningError,
+    TrayPlanner,
+)
+from inertia_estimation_ros.core.planning.session import ROBOTS, robot_model
 from inertia_estimation_ros.core.planning.verification import WorstCaseVerifier
 from inertia_estimation_ros.sim.tray_balancing import point_mass_inertia, replay
 
@@ -64,18 +70,34 @@ def com_offsets(h: float) -> list[np.ndarray]:
     return out
 
 
+MODEL = {"robot": "tray"}  # the planner model of this run (--robot)
+
+
+def start_and_origin() -> tuple[np.ndarray, np.ndarray]:
+    """The start configuration and the tray position the goals are offsets from."""
+    if MODEL["robot"] == "tray":
+        return START, START[:3]
+    from inertia_estimation_ros.core.planning.robot import HOME
+
+    model = robot_model(MODEL["robot"], PlannerSettings())
+    return HOME, model.positions(HOME)[0][0]
+
+
 def plan_all(obj: BalancedObject, settings: PlannerSettings) -> dict:
     plans = {}
+    start, origin = start_and_origin()
+    model = robot_model(MODEL["robot"], settings)
     for method in METHODS:
-        planner = TrayPlanner([obj], method, settings)
-        plans[method] = [planner.plan(START, START[:3] + goal) for goal in GOALS]
+        planner = TrayPlanner([obj], method, settings, model)
+        plans[method] = [planner.plan(start, origin + goal) for goal in GOALS]
     return plans
 
 
 def verify(verifier: WorstCaseVerifier, plan, max_solves: int) -> tuple:
     times = plan.sample_times(VERIFY_PERIOD)
     began = time.perf_counter()
-    result = verifier.verify(times, regressors(plan.states(times)), max_solves=max_solves)
+    Y = robot_model(plan.robot, PlannerSettings()).regressors(plan.states(times))
+    result = verifier.verify(times, Y, max_solves=max_solves)
     return result, time.perf_counter() - began
 
 
@@ -151,19 +173,23 @@ def informed_vs_uninformed(max_solves: int) -> None:
     informed, _ = informed_com_box(base, estimate, k_sigma=3.0)
     print("| CoM polytope | shortest certified T [s] | max violation | MuJoCo (true CoM) |")
     print("|---|---|---|---|")
+    start, origin = start_and_origin()
     for name, obj in (("uninformed (paper)", base), ("informed, 3 sigma", informed)):
         verifier = WorstCaseVerifier(obj, obj.contacts.face_form())
         found = None
-        for duration in np.arange(2.0, 7.01, 0.5):
-            plan = TrayPlanner([obj], "robust", PlannerSettings(duration=float(duration))).plan(
-                START, START[:3] + GOALS[0]
-            )
+        for duration in np.arange(2.0, 10.01, 0.5):
+            settings = PlannerSettings(duration=float(duration))
+            model = robot_model(MODEL["robot"], settings)
+            try:
+                plan = TrayPlanner([obj], "robust", settings, model).plan(start, origin + GOALS[0])
+            except PlanningError:  # too short for the limits
+                continue
             result, _ = verify(verifier, plan, max_solves)
             if result.certified:
                 found = (duration, result, plan)
                 break
         if found is None:
-            print(f"| {name} | none up to 7 s | | |")
+            print(f"| {name} | none up to 10 s | | |")
             continue
         duration, result, plan = found
         run = replay(plan, size, true_offset, point_mass_inertia(size, true_offset))
@@ -173,14 +199,46 @@ def informed_vs_uninformed(max_solves: int) -> None:
         )
 
 
+def planning_times(heights: list[int], settings: PlannerSettings, repeats: int) -> None:
+    """Only the planning times (no verification), interleaving the methods so that the
+    shared machine's load falls on all of them alike."""
+    print(f"\n## 2. Planning times only ({repeats} x {len(heights)} heights x 3 goals per method)")
+    cpu = {m: [] for m in METHODS}
+    wall = {m: [] for m in METHODS}
+    for _ in range(repeats):
+        for h in heights:
+            obj = BalancedObject.box((0.15, 0.15, h / 100))
+            for method, plans in plan_all(obj, settings).items():
+                cpu[method] += [p.cpu_time for p in plans]
+                wall[method] += [p.solve_time for p in plans]
+    print("| Method | CPU mean [ms] | wall mean [ms] | paper [ms] |")
+    print("|---|---|---|---|")
+    paper = {"center": 110, "top": 111, "robust": 326}
+    for method in METHODS:
+        print(
+            f"| {method} | {1e3 * np.mean(cpu[method]):.0f} | {1e3 * np.mean(wall[method]):.0f} "
+            f"| {paper[method]} |"
+        )
+    ratio = np.mean(cpu["robust"]) / np.mean(cpu["center"])
+    wall_ratio = np.mean(wall["robust"]) / np.mean(wall["center"])
+    print(f"Robust / Center planning time: CPU {ratio:.2f}, wall {wall_ratio:.2f} (paper 2.96)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="the paper's full sweep")
     parser.add_argument("--duration", type=float, default=5.0, help="plan duration T [s]")
     parser.add_argument("--max-solves", type=int, default=150, help="SDPs per trajectory")
+    parser.add_argument("--robot", choices=ROBOTS, default="tray", help="planner model")
+    parser.add_argument("--times", type=int, default=0, help="only N rounds of planning times")
     args = parser.parse_args()
+    MODEL["robot"] = args.robot
+    print(f"robot model: {args.robot}")
     heights = [30, 40, 50, 60]
     settings = PlannerSettings(duration=args.duration)
+    if args.times:
+        planning_times(heights, settings, args.times)
+        return
     began = time.perf_counter()
     all_plans = table_i(heights, settings, args.max_solves)
     sweep_heights = heights if args.full else [30, 60]

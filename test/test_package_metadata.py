@@ -105,6 +105,7 @@ NOT_IMPORTED = {
     "python3-scs-pip": "cvxpy solver, chosen by name",
     "python3-ruff-pip": "make lint",
     "ament_cmake_pytest": "CMakeLists.txt's BUILD_TESTING block",
+    "example-robot-data": "the UR10's URDF file (core/planning/robot.py), found on sys.path",
 }
 # Imported but optional: not declared, so that a headless robot needs no Qt or Gazebo.
 OPTIONAL = {"rviz2", "ros_gz_sim", "ros_gz_bridge"}

@@ -71,3 +71,18 @@ def test_plan_takes_the_com_polytope_from_an_estimate_bag(tmp_path, capsys):
     # sigma(c) ~ sigma(h) / m = 0.5 mm: a +- 1.5 mm box around (0.01, 0, 0.10) in {e}
     assert "from the estimate: [[ 0.008 -0.002  0.098], [0.012 0.002 0.102]]" in out
     assert "CERTIFIED" in out
+
+
+def test_plan_and_verify_the_papers_robot(tmp_path, capsys):
+    """robot: ridgeback_ur10 plans joint motion from the home pose; the saved plan keeps its
+    model, so verify re-checks the tray motion of the same robot."""
+    from inertia_estimation_ros.core.planning.robot import HOME, MobileManipulator
+
+    tray = MobileManipulator().positions(HOME)[0][0]
+    spec = {**SPEC, "robot": "ridgeback_ur10", "goal": (tray + [1.0, 0.0, 0.0]).tolist()}
+    del spec["start"]  # the paper's home pose
+    out = tmp_path / "robot.npz"
+    assert main(["plan", str(_write(tmp_path, "r.yaml", spec)), "--out", str(out), *BUDGET]) == 0
+    printed = capsys.readouterr().out
+    assert "ridgeback_ur10: method robust" in printed and "CERTIFIED" in printed
+    assert main(["verify", str(out), *BUDGET]) == 0

@@ -8,17 +8,20 @@ import json
 
 import numpy as np
 import pytest
+from action_msgs.msg import GoalStatus
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.action import ActionClient
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from test_launch import ROOT, check_node_parameters, installed_executables, launch
 from test_readme_nodes import assert_matches, introspect
-from trajectory_msgs.msg import MultiDOFJointTrajectory
+from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
 
+from inertia_estimation_ros.action import PlanBalancing
 from inertia_estimation_ros.msg import PayloadEstimate
 from inertia_estimation_ros.ros.interface import LATCHED_QOS, RELIABLE_QOS
 from inertia_estimation_ros.ros.nodes.planner_node import PlannerNode
@@ -37,7 +40,7 @@ PARAMETERS = {
 def test_planner_node_has_the_topics_of_its_interface(ros_context):
     expected, found, services = introspect(ros_context, "planner_node", "/", PARAMETERS, [])
     assert_matches(expected, found)
-    assert services == {"plan", "start", "stop"}  # ~/plan, ~/admittance/start and stop
+    assert services == {"plan", "plan_balancing", "start", "stop"}  # ~/plan, the action, ~/admittance/start and stop
 
 
 def test_an_object_too_narrow_for_the_inset_is_a_parameter_error(ros_context):
@@ -130,6 +133,102 @@ def test_refusals_then_a_certified_trajectory(ros_context):
         assert spin_until(executor, lambda: len(got["trajectory"]) == 2, 120.0)
         first = got["trajectory"][1].points[0].transforms[0].translation
         assert first.x == pytest.approx(1.0, abs=1e-3)  # starts where the last plan ended
+    finally:
+        executor.shutdown()
+        peer.destroy_node()
+        node.destroy_node()
+
+
+@pytest.mark.timeout(240)
+def test_the_plan_action_sends_feedback_per_iteration_and_a_certified_result(ros_context):
+    """``~/plan_balancing``: a refusal is an aborted goal with the reason; a plan sends one
+    feedback per SQP iteration (1..3, residual and goal distance), then "verifying", and
+    its result carries the certificate."""
+    node = PlannerNode(
+        context=ros_context,
+        parameter_overrides=[Parameter(k, value=v) for k, v in PARAMETERS.items()],
+        use_global_arguments=False,
+    )
+    peer = Node("action_peer", context=ros_context)
+    estimates = peer.create_publisher(PayloadEstimate, "/payload_estimate", LATCHED_QOS)
+    client = ActionClient(peer, PlanBalancing, "/planner_node/plan_balancing")
+    executor = MultiThreadedExecutor(num_threads=2, context=ros_context)  # feedback flows
+    #   while the node plans
+    executor.add_node(node)
+    executor.add_node(peer)
+
+    def send(x: float) -> tuple[list, PlanBalancing.Result, int]:
+        feedback = []
+        goal = PlanBalancing.Goal()
+        goal.goal.header.frame_id = "world"
+        goal.goal.point.x, goal.goal.point.z = x, 1.0
+        sent = client.send_goal_async(goal, feedback_callback=lambda f: feedback.append(f))
+        assert spin_until(executor, sent.done, 30.0) and sent.result().accepted
+        result = sent.result().get_result_async()
+        assert spin_until(executor, result.done, 120.0)
+        spin_until(executor, lambda: False, 0.5)  # feedback and result travel separately
+        return feedback, result.result().result, result.result().status
+
+    try:
+        assert spin_until(executor, client.server_is_ready, 10.0)
+        feedback, result, status = send(1.0)
+        assert status == GoalStatus.STATUS_ABORTED and not result.certified
+        assert "valid CoM" in result.message and np.isnan(result.max_violation)
+        estimates.publish(_estimate(com_valid=True))
+        assert spin_until(executor, lambda: node.estimate is not None, 10.0)
+        feedback, result, status = send(1.0)
+        assert status == GoalStatus.STATUS_SUCCEEDED and result.certified
+        assert result.max_violation < 0 and result.duration == pytest.approx(3.0)
+        stages = [(f.feedback.stage, f.feedback.iteration) for f in feedback]
+        assert stages == [("planning", 1), ("planning", 2), ("planning", 3), ("verifying", 3)]
+        last = feedback[2].feedback
+        assert last.iterations == 3 and last.qp_status == "solved"
+        assert last.goal_distance < 1e-3 and 0 < last.balancing_rms < 0.01
+        assert feedback[0].feedback.balancing_rms > last.balancing_rms  # the SQP converges
+    finally:
+        executor.shutdown()
+        client.destroy()
+        peer.destroy_node()
+        node.destroy_node()
+
+
+@pytest.mark.timeout(240)
+def test_the_papers_robot_gets_a_certified_joint_trajectory(ros_context):
+    """robot: ridgeback_ur10 plans the 9 joints from the home pose; the JointTrajectory ends
+    at rest with the tray at the goal (forward kinematics)."""
+    from inertia_estimation_ros.core.planning.robot import HOME, MobileManipulator
+
+    robot = MobileManipulator()
+    overrides = PARAMETERS | {"robot": "ridgeback_ur10", "require_valid_estimate": False}
+    node = PlannerNode(
+        context=ros_context,
+        parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()],
+        use_global_arguments=False,
+    )
+    peer = Node("robot_peer", context=ros_context)
+    got = []
+    peer.create_subscription(
+        JointTrajectory, "/planner_node/joint_trajectory", got.append, LATCHED_QOS
+    )
+    goals = peer.create_publisher(PoseStamped, "/planner_node/goal", RELIABLE_QOS)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    executor.add_node(peer)
+    goal = robot.positions(HOME)[0][0] + [0.5, 0.0, 0.0]
+    msg = PoseStamped()
+    msg.header.frame_id = "world"
+    msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = goal
+    msg.pose.orientation.w = 1.0
+    try:
+        spin_until(executor, lambda: peer.count_subscribers("/planner_node/goal") > 0, 5.0)
+        goals.publish(msg)
+        assert spin_until(executor, lambda: len(got) == 1, 120.0)
+        trajectory = got[0]
+        assert trajectory.joint_names[0] == "x_to_world_joint" and len(trajectory.joint_names) == 9
+        last = trajectory.points[-1]
+        np.testing.assert_allclose(robot.positions(np.array(last.positions))[0][0], goal, atol=2e-3)
+        np.testing.assert_allclose(last.velocities, 0.0, atol=1e-3)
+        np.testing.assert_allclose(trajectory.points[0].positions, HOME, atol=1e-12)
     finally:
         executor.shutdown()
         peer.destroy_node()

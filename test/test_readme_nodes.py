@@ -91,8 +91,10 @@ def introspect(
         ),
     }
 
-    def topics(direction: str) -> set[str]:
-        return {t for t, _ in queries[direction][0](name, ns)} - STANDARD_TOPICS
+    def topics(direction: str) -> set[str]:  # an action's hidden topics count as the action
+        return {t for t, _ in queries[direction][0](name, ns) if "/_action/" not in t} - (
+            STANDARD_TOPICS
+        )
 
     try:
         spin_until(executor, lambda: all(topics(d) == set(expected[d]) for d in expected), 10.0)
@@ -107,6 +109,7 @@ def introspect(
         services = {
             s.rsplit("/", 1)[-1] if s.startswith(node.get_fully_qualified_name() + "/") else s
             for s, _ in observer.get_service_names_and_types_by_node(name, ns)
+            for s in [s.split("/_action/")[0]]  # an action's services: the action's name
         } - STANDARD_SERVICES
         return expected, found, services
     finally:

@@ -9,7 +9,9 @@ Object description (YAML)::
       - {name: box, shape: box, size: [0.15, 0.15, 0.6], centre_xy: [0, 0], mu: 0.2,
          com_lo: [-0.06, -0.06, 0.0], com_hi: [0.06, 0.06, 0.6]}   # com_lo/hi optional
       - {name: can, shape: cylinder, radius: 0.04, height: 0.2, centre_xy: [0.08, 0]}
-    start: [0, 0, 1, 0, 0, 0]     # tray pose x, y, z, roll, pitch, yaw
+    robot: tray                   # tray (free-flying) or ridgeback_ur10 (the paper's 9 DoF)
+    start: [0, 0, 1, 0, 0, 0]     # tray: pose x, y, z, roll, pitch, yaw; ridgeback_ur10: the
+                                  # 9 joint positions (default: the paper's home pose)
     goal: [2, 0, 1]               # tray position
     method: robust                # robust / center / top
     duration: 5.0                 # T [s]
@@ -90,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from ..core.consistency import ConsistencyError
     from ..core.planning.objects import PolytopeError
     from ..core.planning.planner import PlannerSettings, PlanningError
-    from ..core.planning.session import plan_and_verify, save_plan
+    from ..core.planning.session import ROBOTS, plan_and_verify, save_plan
     from ..sim.scenario import ScenarioError, Section
 
     try:
@@ -98,14 +100,17 @@ def run(args: argparse.Namespace) -> int:
         objects = objects_from_spec(spec)
         section = Section(spec, "plan")
         section.items("objects")
-        start = section.vector("start", 6, [0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+        robot = section.string("robot", "tray", choices=ROBOTS)
+        start = _start(section, robot)
         goal = section.vector("goal", 3)
         method = section.string("method", "robust", choices=("robust", "center", "top"))
         settings = PlannerSettings(duration=section.number("duration", 5.0, positive=True))
         section.done()
         if args.estimate_bag is not None:
             objects = _inform(objects, _estimate_from_bag(args.estimate_bag, args.topic), args)
-        outcome = plan_and_verify(objects, method, settings, start, goal, args.max_solves)
+        outcome = plan_and_verify(
+            objects, method, settings, start, goal, args.max_solves, robot=robot
+        )
     except (
         OSError,
         ValueError,
@@ -124,6 +129,14 @@ def run(args: argparse.Namespace) -> int:
         save_plan(args.out, outcome.plan, spec)
         print(f"saved {args.out}")
     return 0
+
+
+def _start(section: Any, robot: str) -> np.ndarray:
+    if robot == "tray":
+        return section.vector("start", 6, [0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    from ..core.planning.robot import HOME, NQ
+
+    return section.vector("start", NQ, list(HOME))
 
 
 def _inform(objects: list, msg: Any, args: argparse.Namespace) -> list:

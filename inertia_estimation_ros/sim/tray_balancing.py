@@ -19,10 +19,12 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from ..core.planning.objects import BalancedObject
 from ..core.planning.planner import PlannerSettings, TrayPlan, TrayPlanner
-from ..core.planning.tray import NQ, rotation
+from ..core.planning.session import ROBOTS, robot_model
+from ..core.planning.tray import NQ, euler_rate_map, rotation
 from ..core.spatial import rotation_angle, transform
 from .scenario import ScenarioError, Section, scenario_type
 
@@ -97,6 +99,23 @@ class TrayRun:
         return self.max_displacement < FAILURE_DISTANCE
 
 
+def tray_coordinates(plan: TrayPlan, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The tray's pose [x, y, z, roll, pitch, yaw] and its rate (n, 6 each) along the plan
+    at times t: the plan's own states for the tray model, forward kinematics of the
+    planned joint motion for the 9-DoF robot (perfect joint tracking)."""
+    states = plan.states(t)
+    if plan.robot == "tray":
+        return states[:, :NQ], states[:, NQ : 2 * NQ]
+    model = robot_model(plan.robot, PlannerSettings())
+    R, p = model.poses(states[:, : plan.nq])
+    yaw, pitch, roll = Rotation.from_matrix(R).as_euler("ZYX").T
+    V, _, _ = model.body_motion(states)
+    E = euler_rate_map(roll, pitch)[0]
+    rates = np.linalg.solve(E, V[:, :3, None])[..., 0]
+    q = np.column_stack([p, roll, np.unwrap(pitch), np.unwrap(yaw)])
+    return q, np.column_stack([np.einsum("nij,nj->ni", R, V[:, 3:]), rates])
+
+
 def replay(
     plan: TrayPlan,
     size: np.ndarray,
@@ -109,7 +128,7 @@ def replay(
     """Carry the box (centred on the tray) along the plan, then hold still for ``hold`` s."""
     model = mujoco.MjModel.from_xml_string(_model_xml(size, com_offset, inertia, mu))
     data = mujoco.MjData(model)
-    start = plan.X[0, :NQ]
+    start = tray_coordinates(plan, np.zeros(1))[0][0]
     data.qpos[:NQ] = start[JOINT_ORDER]
     R0 = rotation(start)
     data.qpos[NQ : NQ + 3] = start[:3] + R0 @ np.array([0, 0, size[2] / 2 + 1e-4])
@@ -118,8 +137,8 @@ def replay(
     steps = int(round((SETTLE + duration) / model.opt.timestep))
     tray_geom, object_geom = model.geom("tray").id, model.geom("object").id
     times = np.arange(steps) * model.opt.timestep - SETTLE
-    states = plan.states(np.maximum(times, 0.0))
-    joint_q, joint_v = states[:, :NQ][:, JOINT_ORDER], states[:, NQ : 2 * NQ][:, JOINT_ORDER]
+    tray_q, tray_v = tray_coordinates(plan, np.maximum(times, 0.0))
+    joint_q, joint_v = tray_q[:, JOINT_ORDER], tray_v[:, JOINT_ORDER]
     records = []
     for step, t in enumerate(times):
         data.qpos[:NQ], data.qvel[:NQ] = joint_q[step], joint_v[step]
@@ -128,7 +147,7 @@ def replay(
             touching = any(
                 {c.geom1, c.geom2} == {tray_geom, object_geom} for c in data.contact[: data.ncon]
             )
-            records.append((t, states[step, :NQ], data.qpos[NQ:].copy(), touching))
+            records.append((t, tray_q[step], data.qpos[NQ:].copy(), touching))
     return _measure(records)
 
 
@@ -210,7 +229,9 @@ def _matrices(quaternions_wxyz: np.ndarray) -> np.ndarray:
 @scenario_type("tray_balancing")
 class TrayBalancingScenario:
     """YAML: ``height``, ``com_offset`` (from the centroid), ``inertia_scale``, ``goal``
-    (offset from the start), ``method`` (robust / center / top), ``duration``, ``mu``."""
+    (offset from the start), ``method`` (robust / center / top), ``duration``, ``mu``,
+    ``robot``: ``tray`` (the free-flying tray) or ``ridgeback_ur10`` (the paper's 9-DoF
+    robot from its home pose; the tray follows its forward kinematics)."""
 
     def __init__(
         self,
@@ -222,10 +243,11 @@ class TrayBalancingScenario:
         method: str,
         settings: PlannerSettings,
         mu: float,
+        robot: str = "tray",
     ) -> None:
         self.name, self.height, self.com_offset = name, height, com_offset
         self.inertia_scale, self.goal, self.method = inertia_scale, goal, method
-        self.settings, self.mu, self.seed = settings, mu, 0
+        self.settings, self.mu, self.seed, self.robot = settings, mu, 0, robot
         self.size = np.array([0.15, 0.15, height])
         self.config: dict = {}
         self.duration = settings.duration + 1.0  # plan, then the hold
@@ -243,6 +265,7 @@ class TrayBalancingScenario:
             method=section.string("method", "robust", choices=("robust", "center", "top")),
             settings=PlannerSettings(duration=section.number("duration", 5.0, positive=True)),
             mu=section.number("mu", 0.2, low=0.0),
+            robot=section.string("robot", "tray", choices=ROBOTS),
         )
         section.done()
         scenario.config = dict(section.data)
@@ -250,8 +273,15 @@ class TrayBalancingScenario:
 
     def plan(self) -> TrayPlan:
         obj = BalancedObject.box(tuple(self.size), mu=self.mu)
-        start = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
-        return TrayPlanner([obj], self.method, self.settings).plan(start, start[:3] + self.goal)
+        model = robot_model(self.robot, self.settings)
+        if self.robot == "tray":
+            start = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+        else:
+            from ..core.planning.robot import HOME
+
+            start = HOME
+        origin = model.positions(start)[0][0]
+        return TrayPlanner([obj], self.method, self.settings, model).plan(start, origin + self.goal)
 
     def run(
         self, seed: int | None = None, progress: Callable[[float], None] | None = None

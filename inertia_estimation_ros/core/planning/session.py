@@ -8,17 +8,39 @@ not execute an uncertified plan; they refuse and say why.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .objects import BalancedObject
-from .planner import PlannerSettings, TrayPlan, TrayPlanner
-from .tray import regressors
+from .planner import Iteration, PlannerSettings, PlanningError, TrayPlan, TrayPlanner, tray_model
 from .verification import Verification, WorstCaseVerifier
 
 VERIFY_PERIOD = 0.01  # [s] between verified instants (the paper's)
+ROBOTS = ("tray", "ridgeback_ur10")
+
+
+def robot_model(name: str, settings: PlannerSettings):  # noqa: ANN201 - TrayModel or robot
+    """The planner model called ``name``: the free-flying tray (the settings' limits) or
+    the paper's Ridgeback + UR10 (needs example-robot-data)."""
+    if name == "tray":
+        return tray_model(settings)
+    if name == "ridgeback_ur10":
+        from .robot import MobileManipulator  # pinocchio and the UR10 only where asked
+
+        return _manipulator(MobileManipulator)
+    raise PlanningError(f"robot {name!r} is not one of {ROBOTS}")
+
+
+_MODELS: dict = {}
+
+
+def _manipulator(cls: type):  # noqa: ANN202 - built once per process (URDF parsing)
+    if cls not in _MODELS:
+        _MODELS[cls] = cls()
+    return _MODELS[cls]
 
 
 @dataclass
@@ -35,15 +57,19 @@ class PlanOutcome:
         return max(self.verifications.items(), key=lambda item: item[1].max_violation)
 
     def summary(self) -> str:
-        plan, X = self.plan, self.plan.X
+        plan = self.plan
         name, worst = self.worst
+        model = robot_model(plan.robot, PlannerSettings())
+        V, dV, g_e = model.body_motion(plan.X)
+        accel = dV[:, 3:] + np.cross(V[:, :3], V[:, 3:])
+        tilt = np.rad2deg(np.arccos(np.clip(-g_e[:, 2] / np.linalg.norm(g_e, axis=1), -1, 1)))
+        final = model.positions(plan.X[-1, : plan.nq])[0][0]
         lines = [
-            f"method {plan.method}, duration {plan.times[-1]:.1f} s, planned in "
+            f"{plan.robot}: method {plan.method}, duration {plan.times[-1]:.1f} s, planned in "
             f"{1e3 * plan.solve_time:.0f} ms (QP: {', '.join(plan.qp_status)})",
-            f"final position {np.round(X[-1, :3], 4)}, peak speed "
-            f"{np.linalg.norm(X[:, 6:9], axis=1).max():.2f} m/s, peak acceleration "
-            f"{np.linalg.norm(X[:, 12:15], axis=1).max():.2f} m/s^2, peak tilt "
-            f"{np.rad2deg(np.abs(X[:, 3:5]).max()):.1f} deg",
+            f"final tray position {np.round(final, 4)}, peak speed "
+            f"{np.linalg.norm(V[:, 3:], axis=1).max():.2f} m/s, peak acceleration "
+            f"{np.linalg.norm(accel, axis=1).max():.2f} m/s^2, peak tilt {tilt.max():.1f} deg",
             f"balancing residual RMS {plan.balancing_rms:.2e}",
             f"worst case (Eq. 13) {worst.max_violation:+.3f} for '{name}' "
             f"at t = {worst.time:.2f} s "
@@ -62,7 +88,7 @@ def verify_plan(
 ) -> dict[str, Verification]:
     """Eq. 13 for every object along the plan, every ``period`` seconds."""
     times = plan.sample_times(period)
-    Y = regressors(plan.states(times))
+    Y = robot_model(plan.robot, PlannerSettings()).regressors(plan.states(times))
     return {
         obj.name: WorstCaseVerifier(obj, obj.contacts.face_form()).verify(times, Y, max_solves)
         for obj in objects
@@ -76,9 +102,12 @@ def plan_and_verify(
     start: np.ndarray,
     goal: np.ndarray,
     max_solves: int = 400,
+    robot: str = "tray",
+    on_iteration: Callable[[Iteration], None] | None = None,
 ) -> PlanOutcome:
-    """Plan (PlanningError on refusal) and verify."""
-    plan = TrayPlanner(objects, method, settings).plan(start, goal)
+    """Plan (PlanningError on refusal) and verify; ``on_iteration`` sees each SQP iteration."""
+    model = robot_model(robot, settings)
+    plan = TrayPlanner(objects, method, settings, model).plan(start, goal, on_iteration)
     return PlanOutcome(plan, verify_plan(plan, objects, max_solves))
 
 
@@ -93,6 +122,7 @@ def save_plan(path: Path, plan: TrayPlan, spec: dict) -> None:
         method=plan.method,
         balancing_rms=plan.balancing_rms,
         solve_time=plan.solve_time,
+        robot=plan.robot,
         spec=json.dumps(spec),
     )
 
@@ -109,6 +139,7 @@ def load_plan(path: Path) -> tuple[TrayPlan, dict]:
             str(data["method"]),
             float(data["balancing_rms"]),
             float(data["solve_time"]),
+            robot=str(data["robot"]) if "robot" in data else "tray",
         )
         return plan, json.loads(str(data["spec"]))
     except (OSError, KeyError, ValueError) as error:

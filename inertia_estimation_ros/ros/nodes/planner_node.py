@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
@@ -21,13 +22,17 @@ from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import ColorRGBA, String
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import MultiDOFJointTrajectory, MultiDOFJointTrajectoryPoint
+from trajectory_msgs.msg import (
+    JointTrajectory,
+    MultiDOFJointTrajectory,
+    MultiDOFJointTrajectoryPoint,
+)
 from visualization_msgs.msg import Marker, MarkerArray
 
 from ...core.consistency import ConsistencyError
 from ...core.planning.objects import BalancedObject, ComEstimate, PolytopeError, informed_com_box
-from ...core.planning.planner import METHODS, PlannerSettings, PlanningError
-from ...core.planning.session import PlanOutcome, plan_and_verify
+from ...core.planning.planner import METHODS, Iteration, PlannerSettings, PlanningError
+from ...core.planning.session import ROBOTS, PlanOutcome, plan_and_verify
 from ...core.planning.tray import body_motion, rotation
 from ...core.spatial import transform
 from ...msg import PayloadEstimate
@@ -36,6 +41,8 @@ from ..conversions import pose_matrix, to_quaternion, to_vector3
 from ..interface import LATCHED_QOS, RELIABLE_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare
 from ..runtime import diagnostics, run_executable
+from .planner_action import ACTION_NAME, ACTION_TYPE, add_plan_action
+from .planner_robot import JOINT_TOPIC, first_start, joint_trajectory, next_start, tray_positions
 
 INTERFACE = NodeInterface(
     executable="planner_node",
@@ -51,7 +58,14 @@ INTERFACE = NodeInterface(
             "~/trajectory",
             "trajectory_msgs/msg/MultiDOFJointTrajectory",
             "latched",
-            "the certified tray trajectory (joint `tray`: pose, world velocity, acceleration)",
+            "robot tray: the certified tray trajectory (joint `tray`: pose, world velocity, "
+            "acceleration)",
+        ),
+        Topic(
+            JOINT_TOPIC,
+            "trajectory_msgs/msg/JointTrajectory",
+            "latched",
+            "robot ridgeback_ur10: the certified plan of the 9 joints (base x, y, yaw + UR10)",
         ),
         Topic(
             "~/verification",
@@ -85,6 +99,11 @@ INTERFACE = NodeInterface(
     ],
     services=[
         Service("~/plan", "std_srvs/srv/Trigger", "plan to the last goal now"),
+        Service(
+            ACTION_NAME,
+            ACTION_TYPE,
+            "action: plan to a goal position, feedback per SQP iteration, result certified or why",
+        ),
         *admittance_mode.SERVICES,
     ],
     parameters=[
@@ -115,12 +134,19 @@ INTERFACE = NodeInterface(
             "refuse while the CoM is not valid; false: plan with the paper's full-height box",
         ),
         Param("method", "string", "robust", "robust, center or top", choices=METHODS),
+        Param(
+            "robot",
+            "string",
+            "tray",
+            "tray (the carried tray's pose) or ridgeback_ur10 (the paper's 9-DoF robot's joints)",
+            choices=ROBOTS,
+        ),
         Param("duration", "double", 5.0, "plan duration T [s]", bounds=(0.5, 60.0)),
         Param(
             "start_pose",
             "double_array",
             [0.0, 0.0, 1.0, 0.0, 0.0, 0.0],
-            "first start [x, y, z, roll, pitch, yaw]; later plans start at the last goal",
+            "robot tray: first start [x, y, z, roll, pitch, yaw]; later plans start at the goal",
             length=6,
         ),
         Param("frame_id", "string", "world", "frame of goals and trajectories", nonempty=True),
@@ -159,11 +185,12 @@ class PlannerNode(Node):
         self.estimate_error = ""
         self.planned_com: np.ndarray | None = None
         self.goal: np.ndarray | None = None
-        self.start = np.asarray(self.p.start_pose, dtype=float)
+        self.start = first_start(self.p.robot, self.p.start_pose)
         self._lock = threading.Lock()
         self._trajectory = self.create_publisher(
             MultiDOFJointTrajectory, "~/trajectory", LATCHED_QOS
         )
+        self._joints = self.create_publisher(JointTrajectory, JOINT_TOPIC, LATCHED_QOS)
         self._verification = self.create_publisher(String, "~/verification", LATCHED_QOS)
         self._markers = self.create_publisher(MarkerArray, "~/markers", LATCHED_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
@@ -179,6 +206,8 @@ class PlannerNode(Node):
             PoseStamped, "~/goal", self._on_goal, RELIABLE_QOS, callback_group=group
         )
         self.create_service(Trigger, "~/plan", self._on_plan, callback_group=group)
+        self.last_outcome: PlanOutcome | None = None
+        self._action = add_plan_action(self)
         self.admittance = admittance_mode.AdmittanceMode(self, self.p)
 
     # ----- inputs ------------------------------------------------------------------------
@@ -234,15 +263,21 @@ class PlannerNode(Node):
         informed, _ = informed_com_box(self.object, self.estimate, self.p.k_sigma)
         return informed, f"informed ({self.p.k_sigma:g} sigma)"
 
-    def plan(self, reason: str) -> tuple[bool, str]:
-        """Plan, verify and publish; (certified?, message)."""
+    def plan(
+        self, reason: str, on_iteration: Callable[[Iteration], None] | None = None
+    ) -> tuple[bool, str]:
+        """Plan, verify and publish; (certified?, message). ``on_iteration`` sees each SQP
+        iteration and may raise ``PlanningError`` to stop."""
         with self._lock:
+            self.last_outcome = None
             try:
                 obj, source = self._object()
                 settings = PlannerSettings(duration=self.p.duration)
                 outcome = plan_and_verify(
-                    [obj], self.p.method, settings, self.start, self.goal, self.p.max_solves
-                )
+                    [obj], self.p.method, settings, self.start, self.goal, self.p.max_solves,
+                    robot=self.p.robot, on_iteration=on_iteration,
+                )  # fmt: skip
+                self.last_outcome = outcome
             except (PolytopeError, PlanningError) as error:
                 return self._refuse(str(error))
             except ConsistencyError as error:
@@ -260,8 +295,12 @@ class PlannerNode(Node):
                     f"plan not certified (worst case {outcome.worst[1].max_violation:+.3f} at "
                     f"t = {outcome.worst[1].time:.2f} s): lengthen `duration`"
                 )
-            self._trajectory.publish(self._trajectory_message(outcome))
-            self.start = np.concatenate([self.goal, outcome.plan.X[-1, 3:6]])
+            if outcome.plan.robot == "tray":
+                self._trajectory.publish(self._trajectory_message(outcome))
+            else:
+                stamp = self.get_clock().now().to_msg()
+                self._joints.publish(joint_trajectory(outcome.plan, self.p.frame_id, stamp))
+            self.start = next_start(outcome.plan, self.goal)
             self.planned_com = None if self.estimate is None else self.estimate.p_e_c
             message = "certified plan published: " + outcome.summary().replace("\n", "; ")
             self._report("OK", "certified plan published", values)
@@ -337,7 +376,7 @@ class PlannerNode(Node):
         contacts.points.append(contacts.points[0])
         path = marker("planned_path", Marker.LINE_STRIP, self.p.frame_id, (0.1, 0.8, 0.1, 1.0))
         path.scale.x = 0.01
-        path.points = [_point(x[:3]) for x in outcome.plan.X]
+        path.points = [_point(p) for p in tray_positions(outcome.plan, outcome.plan.X)]
         red = worst.max_violation > 0
         spot = marker(
             "worst_case",
@@ -345,7 +384,7 @@ class PlannerNode(Node):
             self.p.frame_id,
             (1.0 if red else 0.1, 0.1 if red else 0.8, 0.1, 1.0),
         )
-        where = outcome.plan.states(np.array([worst.time]))[0, :3]
+        where = tray_positions(outcome.plan, outcome.plan.states(np.array([worst.time])))[0]
         spot.pose.position = _point(where)
         spot.scale = Vector3(x=0.05, y=0.05, z=0.05)
         self._markers.publish(MarkerArray(markers=[polytope, contacts, path, spot]))

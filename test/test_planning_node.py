@@ -40,7 +40,7 @@ PARAMETERS = {
 def test_planner_node_has_the_topics_of_its_interface(ros_context):
     expected, found, services = introspect(ros_context, "planner_node", "/", PARAMETERS, [])
     assert_matches(expected, found)
-    assert services == {"plan", "plan_balancing", "start", "stop"}  # ~/plan, the action, ~/admittance/start and stop
+    assert services == {"plan", "plan_balancing", "start", "stop"}  # + ~/admittance/start, stop
 
 
 def test_an_object_too_narrow_for_the_inset_is_a_parameter_error(ros_context):

@@ -518,9 +518,9 @@ class CoordinatorNode(Node):
             if command is not None:
                 self._answer(command, (False, f"{command[0]} failed: {error}"))
             raise
-        if estimate is None:  # the pipeline restarted meanwhile
+        if estimate is None:  # the pipeline restarted meanwhile (a clock jump): solve again
             if command is not None:
-                self._answer(command, (True, "estimation restarted"))
+                self._start_solve(command)
             return
         self._publish(estimate)
         if command is not None:
@@ -582,8 +582,12 @@ class CoordinatorNode(Node):
         except Exception as error:
             self._answer((command, result), (False, f"{command} failed: {error}"))
             raise
-        self._solving_command = (command, result)
-        self._solver.submit(self.pipeline.start_solve(full=command == "estimate_now"))
+        self._start_solve((command, result))
+
+    def _start_solve(self, command: tuple[str, Future]) -> None:
+        """Start the solve of a command (from scratch for ``estimate_now``)."""
+        self._solving_command = command
+        self._solver.submit(self.pipeline.start_solve(full=command[0] == "estimate_now"))
 
     def _execute(self, command: str) -> None:
         pipeline = self.pipeline

@@ -112,7 +112,8 @@ class Diagnostics(Node):
         )
 
     def _on_estimate(self, msg: PayloadEstimate) -> None:
-        self.ages.append(msg.age)
+        if msg.header.stamp.sec > 0:  # not the empty estimate before any sample
+            self.ages.append(msg.age)
 
     def _on(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
@@ -196,7 +197,7 @@ def run_case(
             "dropped": published - listener.accepted(ids),
             "published": published,
             "dropped_sets": dropped_sets,
-            "age_ms": 1e3 * float(np.median(listener.ages[1:] or [np.nan])),
+            "age_ms": 1e3 * float(np.median(listener.ages or [np.nan])),
             "cpu_share": cpu / wall,
         }
     finally:

@@ -31,7 +31,6 @@ base (the node's ROS clock); it is only used for latency figures.
 
 from __future__ import annotations
 
-import bisect
 import math
 import time
 from collections import Counter, deque
@@ -365,19 +364,13 @@ class TeamPipeline:
             )
             self._jump_base = stamp
             return ""
-        if stamp == last or self._seen(rid, stamp):  # e.g. a batch sent twice
+        if stamp == last:
             return self.reject(rid, "duplicate stamp", f"stamp {stamp:.6f} s again")
         return self.reject(
             rid,
             "out-of-order stamp",
             f"stamp {stamp:.6f} s is {last - stamp:.3g} s before the last",
         )
-
-    def _seen(self, rid: str, stamp: float) -> bool:
-        """Whether a sample of ``rid`` with this stamp was accepted in the last RATE_WINDOW."""
-        recent = self._recent[rid]
-        k = bisect.bisect_left(recent, stamp)
-        return k < len(recent) and recent[k] == stamp
 
     def _accept(self, sample: GraspSample, received: float | None) -> None:
         rid, stamp = sample.robot_id, sample.stamp

@@ -71,6 +71,12 @@ GRASP_QOS = QoSProfile(
     depth=1000, reliability=SENSOR_QOS.reliability, durability=SENSOR_QOS.durability
 )
 SOLVE_SHARE = 0.25  # solves take at most this share of the worker's time
+# [s] Python's GIL switch interval in the coordinator process (default 0.005). Three threads
+# share the interpreter (executor, worker, solver); each handover costs an OS wake-up, ms on
+# a loaded machine. With 5 ms the worker fell seconds behind while a solve ran
+# (test_reliability's silent robot failed 2 of 2 on the shared machine, passed 3 of 3 at
+# 20-50 ms); a solve still yields the interpreter at least every 20 ms.
+SWITCH_INTERVAL = 0.02
 _DEFAULTS = PipelineSettings()
 _FRAMES = PayloadFrames()
 
@@ -697,6 +703,7 @@ def summary(estimate: TeamEstimate) -> str:
 def main() -> int:
     # Single-threaded: the worker thread does the heavy work, and rclpy's multi-threaded
     # executor costs several times the CPU per message (bench/bench_coordinator.py).
+    sys.setswitchinterval(SWITCH_INTERVAL)
     return run_executable("coordinator_node", executor="single")
 
 

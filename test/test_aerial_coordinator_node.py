@@ -14,7 +14,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from inertia_estimation_ros.msg import CableTensions, HumanWrenchEstimate
+from inertia_estimation_ros.msg import CableTensions, ExternalWrench
 from inertia_estimation_ros.ros.conversions import seconds, wrench_vector
 from inertia_estimation_ros.ros.graph import data_file
 from inertia_estimation_ros.ros.interface import RELIABLE_QOS
@@ -58,7 +58,7 @@ def test_coordinator_estimates_tensions_and_the_push_from_the_simulated_team(ros
     received = defaultdict(list)
     for topic, kind in (
         ("/cable_tensions", CableTensions),
-        ("/human_wrench_estimate", HumanWrenchEstimate),
+        ("/human_wrench_estimate", ExternalWrench),
         ("/human_wrench", WrenchStamped),
         ("/diagnostics", DiagnosticArray),
     ):
@@ -130,7 +130,7 @@ def test_onboard_tensions_from_the_robots_give_the_wrench(ros_context):
     }
     received = []
     robots.create_subscription(
-        HumanWrenchEstimate, "/human_wrench_estimate", received.append, RELIABLE_QOS
+        ExternalWrench, "/human_wrench_estimate", received.append, RELIABLE_QOS
     )
     clock = {"t": 0.0}
 

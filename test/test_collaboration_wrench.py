@@ -123,7 +123,8 @@ def test_two_gimbals_cannot_measure_the_moment_about_their_line() -> None:
 
 def test_covariance_covers_the_error_on_noisy_data_and_model() -> None:
     """Sensor noise, a parameter vector and grasps drawn from their stated covariances: the
-    chi-square of the error over runs matches 6 degrees of freedom."""
+    chi-square of the error over runs matches 6 degrees of freedom, and ``contact`` (the
+    published flag) rarely fires without a push and fires with one."""
     rng = np.random.default_rng(3)
     team, T_s_p = ring_team(3, rng, moment_capable=True)
     payload = _payload(T_s_p)
@@ -133,7 +134,7 @@ def test_covariance_covers_the_error_on_noisy_data_and_model() -> None:
     levels = SensorNoise(moment=0.03, force=0.3, angular_acceleration=0.2, linear_acceleration=0.1)
     theta_std = np.array([0.05, 0.004, 0.004, 0.004, 0.01, 0.003, 0.003, 0.01, 0.003, 0.01])
     grasp_std = np.r_[np.full(3, 2e-3), np.full(3, 2e-3)]
-    statistics = []
+    statistics, contact = [], {False: [], True: []}
     for _ in range(24):
         motion, t = _motion(rng), np.arange(0.0, 3.0, 0.2)  # samples in and out of the push
         sim = simulate(team, payload, motion, t, external=PUSH, noise=noise, rng=rng)
@@ -157,8 +158,13 @@ def test_covariance_covers_the_error_on_noisy_data_and_model() -> None:
         truth = _truth(PUSH, motion, t, payload)
         sets = synchronized_sets(sim.measured)
         for k in range(len(sets)):
-            statistics.append(external_wrench(sets[k], model, levels).chi2(truth[k]))
+            estimate = external_wrench(sets[k], model, levels)
+            statistics.append(estimate.chi2(truth[k]))
+            contact[bool(np.any(truth[k]))].append(estimate.contact())
     statistics = np.array(statistics)
+    rates = [np.mean(contact[False]), np.mean(contact[True])]
+    print(f"contact: {rates[0]:.3f} without a push, {rates[1]:.3f} with")
+    assert rates[0] < 0.05 and rates[1] > 0.9
     mean = statistics.mean()
     print(f"chi-square over {len(statistics)} samples: mean {mean:.2f} (6 expected)")
     assert 6 * 0.8 < mean < 6 * 1.25, mean

@@ -1,4 +1,4 @@
-"""The aerial team's estimate as messages: ``CableTensions``, ``HumanWrenchEstimate``,
+"""The aerial team's estimate as messages: ``CableTensions``, ``ExternalWrench``,
 ``geometry_msgs/WrenchStamped`` and per-robot diagnostics (the core is
 ``core/aerial/team_estimation.py``; conversions from ``conversions.py``)."""
 
@@ -11,7 +11,7 @@ from scipy.linalg import block_diag
 from std_msgs.msg import Header
 
 from ..core.aerial.team_estimation import AerialTeamEstimate, OnboardCable
-from ..msg import CableTensions, HumanWrenchEstimate
+from ..msg import CableTensions, ExternalWrench
 from .conversions import to_time, to_vector3, to_wrench, vector3
 from .runtime import LEVELS
 
@@ -65,16 +65,17 @@ def onboard_cables(msg: CableTensions) -> dict[str, OnboardCable]:
 
 def to_human_wrench(
     estimate: AerialTeamEstimate, payload_frame: str, dead_band: tuple[float, float], method: str
-) -> tuple[HumanWrenchEstimate, WrenchStamped]:
+) -> tuple[ExternalWrench, WrenchStamped]:
     """The full estimate, and the dead-banded wrench as a plain ``WrenchStamped`` (what an
     admittance controller consumes: zero with no contact), both in the payload frame."""
     header = Header(stamp=to_time(estimate.stamp), frame_id=payload_frame)
     raw = to_wrench(payload_frame_wrench(estimate, estimate.wrench.wrench))
     banded = to_wrench(payload_frame_wrench(estimate, estimate.dead_banded))
-    full = HumanWrenchEstimate(
-        header=header,
+    full = ExternalWrench(
+        header=header,  # the payload's frame is at its CoM: center is zero
         wrench=raw,
         covariance=payload_frame_covariance(estimate).reshape(-1).tolist(),
+        observable=[True] * 6,
         dead_banded=banded,
         dead_band_force=float(dead_band[0]),
         dead_band_moment=float(dead_band[1]),

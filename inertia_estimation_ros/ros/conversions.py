@@ -392,6 +392,9 @@ def to_external_wrench(estimate: ExternalWrenchEstimate, frame_id: str) -> Exter
         wrench=to_wrench(estimate.wrench),
         covariance=to_covariance(estimate.covariance),
         observable=[bool(b) for b in np.asarray(estimate.observable)[_SWAP]],
+        dead_banded=to_wrench(estimate.wrench),  # no dead band: the admittance has its own
+        contact=estimate.contact(),
+        method="model",
     )
     msg.header.stamp = to_time(max(estimate.stamp, 0.0))
     msg.header.frame_id = frame_id

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import chi2 as chi_square
 
 from .. import spatial as sp
 from ..cooperative.dynamics import payload_gravity, payload_motion, regressor_noise_covariance
@@ -121,6 +122,16 @@ class ExternalWrenchEstimate:
         keep = self.observable
         r = (np.asarray(true_wrench) - self.wrench)[keep]
         return float(r @ np.linalg.solve(self.covariance[np.ix_(keep, keep)], r))
+
+    def contact(self, false_alarm: float = 0.01) -> bool:
+        """Someone pushes: the observable components differ from zero beyond their stated
+        noise (chi-square test of the zero wrench, false-alarm rate ``false_alarm``)."""
+        keep = self.observable
+        if not keep.any():
+            return False
+        r = self.wrench[keep]
+        distance = float(r @ np.linalg.pinv(self.covariance[np.ix_(keep, keep)]) @ r)
+        return bool(distance > chi_square.ppf(1.0 - false_alarm, int(keep.sum())))
 
 
 def external_wrench(

@@ -29,7 +29,7 @@ from ...core.aerial.team_estimation import (
     AerialTeamEstimator,
     AerialTeamModel,
 )
-from ...msg import CableTensions, HumanWrenchEstimate
+from ...msg import CableTensions, ExternalWrench
 from ..aerial_messages import onboard_cables, robot_statuses, to_cable_tensions, to_human_wrench
 from ..conversions import pose_matrix, seconds, vector3
 from ..graph import data_file
@@ -60,7 +60,7 @@ INTERFACE = NodeInterface(
         ),
         Topic(
             "human_wrench_estimate",
-            "inertia_estimation_ros/msg/HumanWrenchEstimate",
+            "inertia_estimation_ros/msg/ExternalWrench",
             "reliable",
             "the human's wrench in `payload_frame` with its 6x6 covariance, dead band, contact, "
             "degraded flag and reasons",
@@ -229,9 +229,7 @@ class AerialCoordinatorNode(Node):
         self.params = p = declare(self, INTERFACE.parameters)
         self.estimator = self._estimator(p)
         self._tensions = self.create_publisher(CableTensions, "cable_tensions", RELIABLE_QOS)
-        self._full = self.create_publisher(
-            HumanWrenchEstimate, "human_wrench_estimate", RELIABLE_QOS
-        )
+        self._full = self.create_publisher(ExternalWrench, "human_wrench_estimate", RELIABLE_QOS)
         self._wrench = self.create_publisher(WrenchStamped, "human_wrench", RELIABLE_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         self._subscribe(p)

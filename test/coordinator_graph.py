@@ -165,7 +165,9 @@ class CoordinatorProcess:
 
 
 def start(context: object, *nodes: Node) -> NodeGroup:
-    return NodeGroup(list(nodes), context).start()
+    """The nodes on one thread, as ``coordinator_node`` runs (a multi-threaded executor's
+    spinning thread holds the GIL against its workers while a timer is due)."""
+    return NodeGroup(list(nodes), context, "single").start()
 
 
 def wait_for(condition: Callable[[], bool], timeout: float) -> bool:

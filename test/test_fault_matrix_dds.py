@@ -7,6 +7,7 @@ undamaged bag's offline estimate. Hard timeouts, no timed assertions."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -74,7 +75,9 @@ def live(tmp_path_factory):
     config.write_text(yaml.safe_dump({"/coordinator_node": {"ros__parameters": parameters}}))
     graph = load_graph(config)
     spaces = {case: f"/case{k}" for k, case in enumerate(CASES)}
-    groups = {case: start_graph(graph.under(ns), own_context()) for case, ns in spaces.items()}
+    groups = {  # each on one thread, as coordinator_node runs
+        case: start_graph(graph.under(ns), own_context(), "single") for case, ns in spaces.items()
+    }
     context = own_context()
     client_node = Node("fault_matrix", context=context)
     estimates: dict[str, list] = {case: [] for case in CASES}
@@ -146,7 +149,10 @@ def test_fault_matrix_over_dds(case, live, offline):
     assert words in advice and ROBOT in advice
     if outcome == "refused":
         assert refused[reason] >= 0.05 * 390
-        assert f"{ROBOT}: {sum(refused.values())} of its" in advice
+        # The advice counts what was refused when the estimate was made; a late sample may
+        # add to the node's counters after it.
+        stated = re.search(rf"{ROBOT}: (\d+) of its", advice)
+        assert stated and 0.05 * 390 <= int(stated[1]) <= sum(refused.values()), advice
     else:
         assert not refused
         assert not any(f"{r} is silent" in a for r in ("robot_1", "robot_3") for a in final.advice)

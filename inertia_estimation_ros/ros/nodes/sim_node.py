@@ -14,6 +14,7 @@ robots and the coordinator's ``payload`` frames in one tree.
 from __future__ import annotations
 
 import heapq
+import math
 import sys
 import threading
 import time
@@ -42,8 +43,10 @@ from ..runtime import diagnostics, run_executable, steady_timer
 # the wall clock says it should be, by one recording instant at most. It never catches up in
 # bursts: when the executor is busy (other nodes in the process), the simulation slows down
 # instead of flooding their queues, which would drop samples.
-TICK = 0.001  # [s]
+TICK = 0.005  # [s] (a tick that falls behind catches up, CATCH_UP at most)
 LINGER = 2.0  # [s] of wall-clock time between the scenario's end and ``finished``
+CATCH_UP = 0.1  # [s] of simulated time at most per tick when the node fell behind
+TF_PERIOD = 0.02  # [s] of wall-clock time at least between two /tf messages (for viewers)
 
 INTERFACE = NodeInterface(
     executable="sim_node",
@@ -235,6 +238,7 @@ class SimNode(Node):
         self._trees: dict[str, LinkTree] = {}
         # Aerial scenarios have no URDF robots: their frames are drawn by the aerial markers.
         self._publishes_tf = p.publish_tf and not aerial
+        self._last_tf, self._tf_pending = -math.inf, {}
         if self._publishes_tf:
             self._start_tf(first)
         self.published = 0
@@ -269,11 +273,21 @@ class SimNode(Node):
                 static += tree.transforms(stamp, [], [], fixed=True)
         self._tf_static.publish(TFMessage(transforms=static))
 
-    def _publish_tf(self, chunk: SimulationResult) -> None:
-        """Each robot's moving joints at its newest joint state in the chunk (or, without a
+    def _throttled_tf(self, chunk: SimulationResult) -> None:
+        """Each robot's newest state on /tf, at most every TF_PERIOD and at the end."""
+        for rid, record in chunk.robots.items():
+            if len(record.stamp) or len(record.grasp.t):
+                self._tf_pending[rid] = record
+        if self.stepper.done or time.monotonic() - self._last_tf >= TF_PERIOD:
+            self._last_tf = time.monotonic()
+            self._publish_tf(self._tf_pending)
+            self._tf_pending = {}
+
+    def _publish_tf(self, records: dict) -> None:
+        """Each robot's moving joints at its newest joint state in its record (or, without a
         URDF, its home frame to its grasp frame at its newest grasp sample)."""
         transforms = []
-        for rid, record in chunk.robots.items():
+        for rid, record in records.items():
             tree = self._trees.get(rid)
             if tree is not None and len(record.stamp):
                 joints = record.joints
@@ -356,7 +370,9 @@ class SimNode(Node):
             due = self.stepper.start_time + rtf * (time.monotonic() - self._wall_start)
             if rtf and due < self.stepper.time + step:
                 return  # no sample due yet
-            chunk = self.stepper.advance(self.stepper.time + step)
+            # Behind schedule (a slow tick, a busy machine): catch up, a bounded chunk at once.
+            until = min(due, self.stepper.time + CATCH_UP) if rtf else self.stepper.time + step
+            chunk = self.stepper.advance(until)
         self._phase = chunk.phases[-1].name
         self._publish(
             self._topics.sample_streams(
@@ -364,7 +380,7 @@ class SimNode(Node):
             )
         )
         if self._publishes_tf:
-            self._publish_tf(chunk)
+            self._throttled_tf(chunk)
         if self.stepper.done:
             self._timer.cancel()
             wall = time.monotonic() - self._wall_start
@@ -405,7 +421,9 @@ class SimNode(Node):
 
 
 def main() -> int:
-    return run_executable("sim_node")
+    # One thread: the 1 ms tick is always ready, and a multi-threaded executor's spinning
+    # thread then holds the GIL against the worker that runs it (the run slows to ~0.05x).
+    return run_executable("sim_node", executor="single")
 
 
 if __name__ == "__main__":

@@ -189,7 +189,8 @@ INTERFACE = NodeInterface(
             "publish_tf",
             "bool",
             True,
-            "publish the robots' TF under `world_frame` (off where robot_state_publisher runs)",
+            "publish the robots' TF under `world_frame`, at most every 20 ms (off where "
+            "robot_state_publisher runs)",
         ),
         Param("world_frame", "string", "world", "TF root of the simulation", nonempty=True),
         Param(

@@ -7,9 +7,9 @@ keeps the others, so ``--quick`` runs and full runs (or ``--robot`` variants) st
 side, each with its date. A section is written only when the benchmark ends normally; its
 output still goes to the terminal as it is printed.
 
-``python bench/doc_page.py`` rewrites the list of pages and sections in
-``docs/benchmarks/index.md`` (between its ``pages:begin``/``pages:end`` markers); ``--check``
-only says whether it is current (exit 1 if not).
+Each run also rewrites the list of pages and sections in ``docs/benchmarks/index.md``
+(between its ``pages:begin``/``pages:end`` markers); ``python bench/doc_page.py`` does that
+alone, ``--check`` only says whether it is current (exit 1 if not).
 """
 
 from __future__ import annotations
@@ -94,6 +94,9 @@ def benchmark_page(name: str, folder: Path = DOCS) -> Iterator[None]:
     section = section_text(command, tee.copy.getvalue(), when)
     page.parent.mkdir(parents=True, exist_ok=True)
     page.write_text(updated_page(name, old, command, section))
+    index = folder / "index.md"
+    if index.exists() and INDEX_MARKERS[0] in index.read_text():
+        index.write_text(updated_index(index.read_text(), folder))
     print(f"wrote the section `{command}` of {page}")
 
 

@@ -57,6 +57,17 @@ def test_a_run_replaces_only_the_section_of_its_own_command(tmp_path, monkeypatc
     assert text.startswith("# Benchmark: demo\n")
 
 
+def test_a_run_updates_the_index(tmp_path, monkeypatch):
+    begin, end = doc_page.INDEX_MARKERS
+    (tmp_path / "index.md").write_text(f"# Benchmarks\n\n{begin}\n{end}\n")
+    _run(tmp_path, ["bench/bench_demo.py", "--quick"], "quick run", monkeypatch)
+    index = (tmp_path / "index.md").read_text()
+    assert (
+        "- [demo](demo.md):\n  - `.venv/bin/python bench/bench_demo.py --quick`: Written on"
+        in index
+    )
+
+
 def test_a_failed_run_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["bench/bench_demo.py"])
     with pytest.raises(RuntimeError), doc_page.benchmark_page("demo", tmp_path):

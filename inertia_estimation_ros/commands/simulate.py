@@ -132,14 +132,15 @@ def _arguments_problem(args: argparse.Namespace) -> str:
 
 
 def scenario_list() -> str:
-    """The shipped scenarios: name, simulated duration, purpose; the smallest marked."""
-    from ..sim.scenario import ScenarioError, load_scenario
+    """The shipped scenarios: name, simulated duration, purpose; the smallest marked. The
+    durations come from the YAML files alone (no simulator model is built)."""
+    from ..sim.scenario_file import ScenarioError, read_scenario_yaml, scenario_duration
 
     rows = []
     for entry in shipped_scenarios():
         try:
-            duration = float(load_scenario(entry.path).duration)
-        except (ScenarioError, AttributeError):
+            duration = scenario_duration(read_scenario_yaml(entry.path))
+        except ScenarioError:
             duration = float("nan")
         rows.append((entry.name, duration, _shortened(entry.purpose, 100)))
     smallest = min((r for r in rows if r[1] == r[1]), key=lambda r: r[1], default=None)

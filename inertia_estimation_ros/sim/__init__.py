@@ -2,6 +2,7 @@
 
 * ``scenario``: YAML loading with validation, the registry of scenario types, and the
   result types (``SimulationResult``, ``RobotRecord``, ``GroundTruth``); ``run_scenario``;
+* ``scenario_file``: a scenario's YAML (``include`` merged) and duration, without the numerics;
 * ``ground_team``: N robots rigidly grasping one payload in MuJoCo (type ``ground_team``);
 * ``payload``: payloads made of primitives; ``excitation``: how phases move the payload;
 * ``sensors``: per-robot, independently seeded sensor models;

@@ -62,9 +62,9 @@ from .scenario import (
     Section,
     SimulationResult,
     WrenchStream,
-    _merge,
     scenario_type,
 )
+from .scenario_file import _merge
 from .sensors import RobotSensors, SensorConfig, check_rate
 from .urdf import chain_urdf
 

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-import yaml
 from scipy.spatial.transform import Rotation
 
 from ..core.inertial import InertialParameters
 from ..core.samples import GraspSeries
 from ..core.spatial import transform
+from .scenario_file import ScenarioError, read_scenario_yaml
 
 # Scenario types shipped with the package: type name -> module that registers it.
 _BUILTIN_TYPES = {
@@ -40,10 +40,6 @@ _BUILTIN_TYPES = {
 }
 _REGISTRY: dict[str, type] = {}
 _REQUIRED = object()
-
-
-class ScenarioError(ValueError):
-    """A scenario file or object is invalid; the message names the key and what to change."""
 
 
 # ----- reading YAML with validation -------------------------------------------------------
@@ -174,37 +170,6 @@ def pose_to_yaml(T: np.ndarray) -> dict[str, list[float]]:
     """The ``{xyz, rotvec_deg}`` form of a pose, the inverse of ``read_pose``."""
     rotvec = np.rad2deg(Rotation.from_matrix(T[:3, :3]).as_rotvec())
     return {"xyz": [float(x) for x in T[:3, 3]], "rotvec_deg": [float(x) for x in rotvec]}
-
-
-def _merge(base: dict, override: dict) -> dict:
-    """Recursive dict merge: mappings merge key by key, anything else is replaced."""
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def read_scenario_yaml(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict:
-    """The scenario mapping of a YAML file, with its ``include`` chain merged in."""
-    path = Path(path).resolve()
-    if path in _seen:
-        raise ScenarioError(f"{path}: include cycle through {[str(p) for p in _seen]}")
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as error:
-        raise ScenarioError(f"cannot read scenario {path}: {error.strerror}") from None
-    except yaml.YAMLError as error:
-        raise ScenarioError(f"{path}: not valid YAML: {error}") from None
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{path}: a scenario must be a YAML mapping")
-    include = data.pop("include", None)
-    if include is None:
-        return data
-    base = read_scenario_yaml(path.parent / include, (*_seen, path))
-    return _merge(base, data)
 
 
 # ----- the registry -------------------------------------------------------------------------

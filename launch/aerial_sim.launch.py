@@ -7,33 +7,9 @@ coordinator (cable-tension UKFs, the human's wrench), optionally with RViz.
 without ROS launch). The sim_node publishes /clock; every other node runs with use_sim_time.
 """
 
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
-
-from inertia_estimation_ros.ros.graph import data_file, launch_graph
+from inertia_estimation_ros.ros.graph import launch_graph, launch_rviz
 from launch import LaunchDescription
-
-RVIZ_CONFIG = "aerial.rviz"
 
 
 def generate_launch_description() -> LaunchDescription:
-    rviz = Node(
-        package="rviz2",
-        executable="rviz2",
-        arguments=["-d", str(data_file(RVIZ_CONFIG, "rviz"))],
-        parameters=[{"use_sim_time": True}],
-        condition=IfCondition(LaunchConfiguration("rviz")),
-    )
-    return LaunchDescription(
-        [
-            *launch_graph("sim_aerial.yaml"),
-            DeclareLaunchArgument(
-                "rviz",
-                default_value="false",
-                description=f"true: start RViz with rviz/{RVIZ_CONFIG}",
-            ),
-            rviz,
-        ]
-    )
+    return LaunchDescription([*launch_graph("sim_aerial.yaml"), *launch_rviz("aerial.rviz")])

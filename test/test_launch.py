@@ -182,14 +182,25 @@ def test_launch_files_start_installed_nodes_with_declared_parameters(
         check_node_parameters(node)
 
 
-def test_the_simulation_launch_can_add_rviz_with_its_config(monkeypatch):
-    started = launch(
-        ROOT / "launch" / "sim_estimation.launch.py", monkeypatch, config="sim_test.yaml"
-    )
+@pytest.mark.parametrize(
+    ("launch_file", "rviz_config"),
+    [
+        ("sim_estimation.launch.py", "inertia_estimation.rviz"),
+        ("aerial_sim.launch.py", "aerial.rviz"),
+    ],
+)
+def test_the_simulation_launches_can_add_rviz_with_their_config(
+    launch_file, rviz_config, monkeypatch
+):
+    entities = description(ROOT / "launch" / launch_file, monkeypatch)
+    declared = {e.args[0]: e for e in entities if type(e).__name__ == "DeclareLaunchArgument"}
+    assert declared["rviz"].kwargs["default_value"] == "false"
+    started = launch(ROOT / "launch" / launch_file, monkeypatch)
     (rviz,) = [a for a in started if type(a).__name__ == "Node" and a.kwargs["package"] == "rviz2"]
     assert rviz.kwargs["condition"].args[0].name == "rviz"  # only with rviz:=true
+    assert rviz.kwargs["parameters"] == [{"use_sim_time": True}]
     option, path = rviz.kwargs["arguments"]
-    assert option == "-d" and Path(path) == ROOT / "rviz" / "inertia_estimation.rviz"
+    assert option == "-d" and Path(path) == ROOT / "rviz" / rviz_config
 
 
 def test_the_replay_launch_plays_the_bag_on_clock_beside_the_nodes(monkeypatch):

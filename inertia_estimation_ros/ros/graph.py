@@ -325,6 +325,28 @@ def launch_graph(default_config: str, use_sim_time: bool | None = None) -> list:
     ]
 
 
+def launch_rviz(rviz_config: str) -> list:
+    """The launch files' ``rviz`` argument (default false) and the RViz node it starts, on
+    simulated time, with ``rviz/<rviz_config>``."""
+    from launch.actions import DeclareLaunchArgument
+    from launch.conditions import IfCondition
+    from launch.substitutions import LaunchConfiguration
+    from launch_ros.actions import Node
+
+    return [
+        DeclareLaunchArgument(
+            "rviz", default_value="false", description=f"true: start RViz with rviz/{rviz_config}"
+        ),
+        Node(
+            package="rviz2",
+            executable="rviz2",
+            arguments=["-d", str(data_file(rviz_config, "rviz"))],
+            parameters=[{"use_sim_time": True}],
+            condition=IfCondition(LaunchConfiguration("rviz")),
+        ),
+    ]
+
+
 def _sim_time_argument(text: str) -> bool | None:
     """The ``use_sim_time`` launch argument: "" (as the config says), true or false."""
     choices = {"": None, "true": True, "false": False}

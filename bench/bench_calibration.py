@@ -103,23 +103,13 @@ def payload_coverage(runs: int, per_seed: int) -> Coverage:
         an.instrumented_noise(), angular_velocity_std=0.005, force_std=1.0, moment_std=0.3
     )
     settings = EstimatorSettings(residual_correlation_lags=0)
-    statics = an.paper_static_motion()
     coverage = Coverage()
     for seed in range(int(np.ceil(runs / per_seed))):
         rng = np.random.default_rng(2000 + seed)
         kin, pivot = an.paper_kinematics_motion(rng), an.paper_inertia_motion(rng)
         for _ in range(min(per_seed, runs - coverage.runs)):
-            recordings = []
-            for motion, duration, phase in (
-                (kin, 5.0, "moving"),
-                (statics, statics.rotation.duration, "static"),
-                (pivot, 10.0, "moving"),
-            ):
-                t = np.arange(0, duration, 1 / RATE)
-                if phase == "static":  # only the holds are recorded
-                    t = t[np.isin(statics.rotation.holding(t), [1, 2, 3, 4])]
-                series = an.simulate(team, payload, motion, t, noise=noise, rng=rng).measured
-                recordings.append(Recording(series, phase))
+            trials = an.paper_trials(team, payload, kin, pivot, RATE, noise=noise, rng=rng)
+            recordings = [Recording(series, phase) for series, phase in trials]
             estimate = estimate_offline(recordings, "robot_1", settings)
             coverage.add(estimate.theta - payload.vec, estimate.theta_covariance)
     return coverage

@@ -29,25 +29,8 @@ def team_session(
     with the white noise of instrumented robots (``noise``)."""
     rng = np.random.default_rng(3)
     team, payload = an.paper_team(), an.paper_payload()
-    kin, pivot = an.paper_kinematics_motion(rng), an.paper_inertia_motion(rng)
-    tilts = an.paper_static_motion(hold=1.0, move=1.0)
-    segments = [
-        (
-            an.PayloadMotion(
-                an.Ramped(kin.rotation, kin_seconds, 1.0),
-                an.Ramped(kin.translation, kin_seconds, 1.0),
-                kin.pivot_s,
-            ),
-            kin_seconds,
-        ),
-        *([(tilts, tilts.rotation.duration)] if statics else []),
-        (
-            an.PayloadMotion(
-                an.Ramped(pivot.rotation, pivot_seconds, 1.0), pivot.translation, pivot.pivot_s
-            ),
-            pivot_seconds,
-        ),
-    ]
+    tilts = an.paper_static_motion(hold=1.0, move=1.0) if statics else None
+    segments = an.paper_session_segments(rng, kin_seconds, pivot_seconds, tilts)
     errors = dataclasses.replace(
         an.no_errors(ROBOTS),
         clock_offset={r: (CLOCK_OFFSETS[r] if offsets else 0.0) + start for r in ROBOTS},

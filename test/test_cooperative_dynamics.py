@@ -212,19 +212,8 @@ def test_property_covariances_match_sampling_and_finite_differences():
 
 
 def mc_recordings(rng, noise, team, payload, kin, pivot):
-    statics = an.paper_static_motion()
-    recordings = []
-    for motion, duration, phase in (
-        (kin, 5.0, "moving"),
-        (statics, statics.rotation.duration, "static"),
-        (pivot, 10.0, "moving"),
-    ):
-        t = np.arange(0, duration, 1 / RATE)
-        if phase == "static":  # only the holds are recorded
-            t = t[np.isin(statics.rotation.holding(t), [1, 2, 3, 4])]
-        sim = an.simulate(team, payload, motion, t, noise=noise, rng=rng)
-        recordings.append(Recording(sim.measured, phase))
-    return recordings
+    trials = an.paper_trials(team, payload, kin, pivot, RATE, noise=noise, rng=rng)
+    return [Recording(series, phase) for series, phase in trials]
 
 
 def test_stated_uncertainty_of_the_payload_is_calibrated_over_many_motions():

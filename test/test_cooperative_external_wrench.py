@@ -54,24 +54,7 @@ def session(seed, kin_seconds=8.0, pivot_seconds=16.0, external=None, noise=None
     paper's team with 20 N of squeeze and wrist instruments' noise (analytic, exact)."""
     rng = np.random.default_rng(seed)
     team, payload = an.paper_team(), an.paper_payload()
-    kin, pivot = an.paper_kinematics_motion(rng), an.paper_inertia_motion(rng)
-    segments = [
-        (
-            an.PayloadMotion(
-                an.Ramped(kin.rotation, kin_seconds, 1.0),
-                an.Ramped(kin.translation, kin_seconds, 1.0),
-                kin.pivot_s,
-            ),
-            kin_seconds,
-        ),
-        (STATICS, TILTS.duration),
-        (
-            an.PayloadMotion(
-                an.Ramped(pivot.rotation, pivot_seconds, 1.0), pivot.translation, pivot.pivot_s
-            ),
-            pivot_seconds,
-        ),
-    ]
+    segments = an.paper_session_segments(rng, kin_seconds, pivot_seconds, STATICS)
     sim, _ = an.simulate_session(
         team,
         payload,

@@ -25,25 +25,7 @@ def session(noise=None, seed=0, kin_seconds=6.0, pivot_seconds=10.0, payload=Non
     rng = np.random.default_rng(seed)
     team = an.paper_team()
     payload = payload or an.paper_payload()
-    kin, pivot = an.paper_kinematics_motion(rng), an.paper_inertia_motion(rng)
-    statics = an.paper_static_motion()
-    segments = [
-        (
-            an.PayloadMotion(
-                an.Ramped(kin.rotation, kin_seconds, 1.0),
-                an.Ramped(kin.translation, kin_seconds, 1.0),
-                kin.pivot_s,
-            ),
-            kin_seconds,
-        ),
-        (statics, statics.rotation.duration),
-        (
-            an.PayloadMotion(
-                an.Ramped(pivot.rotation, pivot_seconds, 1.0), pivot.translation, pivot.pivot_s
-            ),
-            pivot_seconds,
-        ),
-    ]
+    segments = an.paper_session_segments(rng, kin_seconds, pivot_seconds)
     internal = an.squeeze_forces(team, 20.0)
     sim, labels = an.simulate_session(
         team, payload, segments, RATE, noise=noise, rng=rng, internal=internal

@@ -645,6 +645,54 @@ def paper_inertia_motion(rng: np.random.Generator) -> PayloadMotion:
     )
 
 
+def paper_session_segments(
+    rng: np.random.Generator,
+    kin_seconds: float,
+    pivot_seconds: float,
+    statics: PayloadMotion | None = paper_static_motion(),  # noqa: B008 (frozen, immutable)
+) -> list[tuple[PayloadMotion, float]]:
+    """Paper 000's protocol as the segments of one ``simulate_session``: guided 6-DoF motion
+    (``paper_kinematics_motion``), the static tilts ``statics`` (None: left out), then
+    pivoting about robot_3's wrist (``paper_inertia_motion``), the moving parts ramped in and
+    out over 1 s."""
+    kin, pivot = paper_kinematics_motion(rng), paper_inertia_motion(rng)
+    guided = PayloadMotion(
+        Ramped(kin.rotation, kin_seconds, 1.0),
+        Ramped(kin.translation, kin_seconds, 1.0),
+        kin.pivot_s,
+    )
+    pivoting = PayloadMotion(
+        Ramped(pivot.rotation, pivot_seconds, 1.0), pivot.translation, pivot.pivot_s
+    )
+    tilts = [] if statics is None else [(statics, statics.rotation.duration)]
+    return [(guided, kin_seconds), *tilts, (pivoting, pivot_seconds)]
+
+
+def paper_trials(
+    team: Team,
+    payload_s: InertialParameters,
+    kin: PayloadMotion,
+    pivot: PayloadMotion,
+    rate_hz: float,
+    **kwargs: object,
+) -> list[tuple[dict[str, GraspSeries], str]]:
+    """Paper 000's three trials as separate recordings, (measured series, phase) each: 5 s of
+    ``kin`` (moving), the four static holds of ``paper_static_motion`` (only the holding samples;
+    static), 10 s of ``pivot`` (moving). Keyword arguments go to ``simulate`` (noise, rng, ...)."""
+    statics = paper_static_motion()
+    trials = []
+    for motion, duration, phase in (
+        (kin, 5.0, "moving"),
+        (statics, statics.rotation.duration, "static"),
+        (pivot, 10.0, "moving"),
+    ):
+        t = np.arange(0, duration, 1 / rate_hz)
+        if phase == "static":  # only the holds are recorded
+            t = t[np.isin(statics.rotation.holding(t), [1, 2, 3, 4])]
+        trials.append((simulate(team, payload_s, motion, t, **kwargs).measured, phase))
+    return trials
+
+
 def instrumented_noise() -> NoiseModel:
     """Robots that measure their twist and its derivative directly (e.g. wrist IMU and
     encoders) besides their pose and force: white noise of typical low-cost sensors."""

@@ -33,6 +33,29 @@ class Mutant:
     tests: tuple[str, ...]  # pytest arguments
 
 
+def misstated_std(
+    name: str,
+    path: str,
+    site: tuple[str, str],
+    tests: tuple[str, ...],
+    sizes: tuple[str, ...] = ("small", "large"),
+) -> tuple[Mutant, ...]:
+    """Mutants stating a std 20 % too small or too large: ``site`` is the source text and the
+    text after which the covariance is scaled (by 0.64 or 1.44)."""
+    old, at = site
+    factor = {"small": 0.64, "large": 1.44}
+    return tuple(
+        Mutant(
+            f"{name} 20 % too {size}",
+            path,
+            old,
+            old.replace(at, f"{at}{factor[size]} * ", 1),
+            tests,
+        )
+        for size in sizes
+    )
+
+
 GRASP_COV = "    covariance = covariance_from_information(information)\n    return GraspKinematics("
 POSE_COV = "    covariance = covariance_from_information(information)[:n, :n]"
 MUTANTS = (
@@ -72,26 +95,18 @@ MUTANTS = (
         "project_to_consistent(theta, None, settings.consistency_margin)",
         ("test/test_cooperative_online.py", "-k", "information_metric"),
     ),
-    Mutant(
-        "refine_grasps: stated std 20 % too small",
+    *misstated_std(
+        "refine_grasps: stated std",
         "core/cooperative/grasp_kinematics.py",
-        GRASP_COV,
-        GRASP_COV.replace("= cov", "= 0.64 * cov"),
+        (GRASP_COV, "= "),
         ("test/test_cooperative_kinematics.py", "-k", "calibrated and twists"),
     ),
-    Mutant(
-        "refine_grasps: stated std 20 % too large",
+    *misstated_std(
+        "refine_grasps_from_poses: stated std",
         "core/cooperative/grasp_kinematics.py",
-        GRASP_COV,
-        GRASP_COV.replace("= cov", "= 1.44 * cov"),
-        ("test/test_cooperative_kinematics.py", "-k", "calibrated and twists"),
-    ),
-    Mutant(
-        "refine_grasps_from_poses: stated std 20 % too small",
-        "core/cooperative/grasp_kinematics.py",
-        POSE_COV,
-        POSE_COV.replace("= cov", "= 0.64 * cov"),
+        (POSE_COV, "= "),
         ("test/test_cooperative_kinematics.py", "-k", "calibrated and poses"),
+        sizes=("small",),
     ),
     Mutant(
         "spatial.adjoint: lever-arm block on the wrong side",
@@ -121,19 +136,12 @@ MUTANTS = (
         "return max(float(np.sqrt(spread / 2.0 / n)), 10 * self.floor)",
         ("test/test_cooperative_kinematics.py", "-k", "gravity"),
     ),
-    Mutant(
-        "TeamEstimate: stated payload std 20 % too large",
+    *misstated_std(
+        "TeamEstimate: stated payload std",
         "core/cooperative/estimate.py",
-        "        theta_covariance=covariance,\n",
-        "        theta_covariance=1.44 * covariance,\n",
+        ("        theta_covariance=covariance,\n", "="),
         ("test/test_cooperative_dynamics.py", "-k", "calibrated"),
-    ),
-    Mutant(
-        "TeamEstimate: stated payload std 20 % too small",
-        "core/cooperative/estimate.py",
-        "        theta_covariance=covariance,\n",
-        "        theta_covariance=0.64 * covariance,\n",
-        ("test/test_cooperative_dynamics.py", "-k", "calibrated"),
+        sizes=("large", "small"),
     ),
     Mutant(
         "_pose_noise: position floor 10 % instead of 1 % (in std) of the angle part",

@@ -18,11 +18,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from inertia_estimation_ros.sim.collaboration import Person, run_collaboration
+from inertia_estimation_ros.sim.collaboration import moving_person, run_collaboration
 from inertia_estimation_ros.sim.ground_truth import body_inertial_parameters
 from inertia_estimation_ros.sim.scenario import load_scenario
 
@@ -30,19 +29,6 @@ SCENARIO = Path(__file__).resolve().parents[1] / "config/scenarios/test_three_gi
 HANDLE_P = np.array([0.45, 0.0, 0.02])
 ADMITTANCE = dict(force_dead_band=2.0, moment_dead_band=0.5, fraction=0.5, time_constant=0.5)
 SECONDS = 4.0
-
-
-def person(scenario) -> Person:
-    T = scenario.T_w_P0
-    h0 = (T @ np.r_[HANDLE_P, 1.0])[:3]
-
-    def target(t: float) -> tuple[np.ndarray, np.ndarray]:
-        s = min(t / 2.5, 1.0)
-        s = s * s * (3 - 2 * s)
-        R = Rotation.from_euler("z", 15 * s, degrees=True).as_matrix() @ T[:3, :3]
-        return h0 + np.array([0.3, 0.1, 0.0]) * s, R
-
-    return Person(target, HANDLE_P)
 
 
 def theta_errors(scenario) -> dict[str, np.ndarray | None]:
@@ -73,7 +59,9 @@ def main() -> int:
     efforts = {}
     for name, error in theta_errors(scenario).items():
         started = time.perf_counter()
-        run = run_collaboration(scenario, person(scenario), SECONDS, error, **ADMITTANCE)
+        run = run_collaboration(
+            scenario, moving_person(scenario.T_w_P0, HANDLE_P), SECONDS, error, **ADMITTANCE
+        )
         wall = time.perf_counter() - started
         force = np.sqrt(np.mean(np.sum(run.force[:, 3:] ** 2, axis=1)))
         moment = np.sqrt(np.mean(np.sum(run.force[:, :3] ** 2, axis=1)))

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.spatial.transform import Rotation
 
-from inertia_estimation_ros.sim.collaboration import Person, run_collaboration
+from inertia_estimation_ros.sim.collaboration import moving_person, run_collaboration
 from inertia_estimation_ros.sim.scenario import load_scenario
 
 SCENARIO = "config/scenarios/test_three_gimbals.yaml"
@@ -23,22 +22,8 @@ def scenario():
     return load_scenario(SCENARIO)
 
 
-def _person(scenario) -> Person:
-    """A move of (0.3, 0.1) m and 15 deg of yaw over 2.5 s (smoothstep), then a hold."""
-    T = scenario.T_w_P0
-    h0 = (T @ np.r_[HANDLE_P, 1.0])[:3]
-
-    def target(t: float) -> tuple[np.ndarray, np.ndarray]:
-        s = min(t / 2.5, 1.0)
-        s = s * s * (3 - 2 * s)
-        R = Rotation.from_euler("z", 15 * s, degrees=True).as_matrix() @ T[:3, :3]
-        return h0 + np.array([0.3, 0.1, 0.0]) * s, R
-
-    return Person(target, HANDLE_P)
-
-
 def test_the_payload_follows_the_person_through_the_estimated_model(scenario) -> None:
-    run = run_collaboration(scenario, _person(scenario), 4.0, **ADMITTANCE)
+    run = run_collaboration(scenario, moving_person(scenario.T_w_P0, HANDLE_P), 4.0, **ADMITTANCE)
     error = run.estimate - _in_s(run, run.force)
     rms = np.sqrt(np.mean(error**2, axis=0))
     print(f"estimate - applied RMS: moment {rms[:3].round(3)} N m, force {rms[3:].round(3)} N")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import mujoco
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from ..core import spatial as sp
 from ..core.collaboration.following import grasp_commands
@@ -42,6 +43,27 @@ class Person:
     damping: float = 40.0  # [N s/m]
     torsion: float = 30.0  # [N m/rad]
     torsion_damping: float = 8.0  # [N m s/rad]
+
+
+def moving_person(
+    T_w_P0: np.ndarray,
+    handle_P: np.ndarray,
+    shift_w: tuple[float, float, float] = (0.3, 0.1, 0.0),
+    yaw_deg: float = 15.0,
+    seconds: float = 2.5,
+) -> Person:
+    """A person who moves the handle by ``shift_w`` (in {w}) and turns it by ``yaw_deg`` about
+    the world's z over ``seconds`` (smoothstep) from the payload's home pose ``T_w_P0``, then
+    holds it there."""
+    h0 = (T_w_P0 @ np.r_[handle_P, 1.0])[:3]
+
+    def target(t: float) -> tuple[np.ndarray, np.ndarray]:
+        s = min(t / seconds, 1.0)
+        s = s * s * (3 - 2 * s)
+        R = Rotation.from_euler("z", yaw_deg * s, degrees=True).as_matrix() @ T_w_P0[:3, :3]
+        return h0 + np.asarray(shift_w) * s, R
+
+    return Person(target, handle_P)
 
 
 @dataclass(frozen=True)

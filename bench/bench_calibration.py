@@ -94,14 +94,7 @@ def grasp_coverage(
 
 def payload_coverage(runs: int, per_seed: int) -> Coverage:
     """The dynamics test's Monte Carlo (test_cooperative_dynamics), over many motion seeds."""
-    base = an.paper_team()
-    team = an.Team(base.robot_ids, base.reference_id, base.T_s_i, {})  # F/T sensors
-    R_s_c = an.paper_payload().principal_axes()[1]
-    I_c = R_s_c @ np.diag([2.3, 3.4, 4.6]) @ R_s_c.T
-    payload = InertialParameters.from_mass_com_inertia(11.412, [0.553, 0.172, 0.072], I_c)
-    noise = dataclasses.replace(
-        an.instrumented_noise(), angular_velocity_std=0.005, force_std=1.0, moment_std=0.3
-    )
+    team, payload, noise = an.paper_calibration_case()
     settings = EstimatorSettings(residual_correlation_lags=0)
     coverage = Coverage()
     for seed in range(int(np.ceil(runs / per_seed))):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from filterpy.kalman import KalmanFilter
@@ -226,13 +224,7 @@ def test_stated_uncertainty_of_the_payload_is_calibrated_over_many_motions():
     The payload is well inside the consistent set: the paper's frame is nearly a lamina
     (Izz = Ixx + Iyy within 0.008 kg m^2), where the consistency projection clips the spread.
     """
-    team = with_moments()
-    R_s_c = an.paper_payload().principal_axes()[1]
-    I_c = R_s_c @ np.diag([2.3, 3.4, 4.6]) @ R_s_c.T
-    payload = InertialParameters.from_mass_com_inertia(11.412, [0.553, 0.172, 0.072], I_c)
-    noise = dataclasses.replace(
-        an.instrumented_noise(), angular_velocity_std=0.005, force_std=1.0, moment_std=0.3
-    )
+    team, payload, noise = an.paper_calibration_case()
     settings = EstimatorSettings(residual_correlation_lags=0)
     coverage = Coverage()
     for seed in range(8):

@@ -29,7 +29,7 @@ its clock offset.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -643,6 +643,20 @@ def paper_inertia_motion(rng: np.random.Generator) -> PayloadMotion:
         SmoothWaypoints(np.zeros((1, 3)), 1.0, 1.0),
         pivot_s=paper_team().T_s_i["robot_3"][:3, 3],
     )
+
+
+def paper_calibration_case() -> tuple[Team, InertialParameters, NoiseModel]:
+    """The payload's Monte Carlo case (test_cooperative_dynamics, bench_calibration): paper
+    000's grasps with F/T sensors (moments measured), a payload well inside the consistent set
+    (11.412 kg, principal moments 2.3, 3.4 and 4.6 kg m^2 on the paper payload's axes) and
+    instrumented noise with a noisier gyro and F/T sensor."""
+    base = paper_team()
+    team = Team(base.robot_ids, base.reference_id, base.T_s_i, {})
+    R_s_c = paper_payload().principal_axes()[1]
+    I_c = R_s_c @ np.diag([2.3, 3.4, 4.6]) @ R_s_c.T
+    payload = InertialParameters.from_mass_com_inertia(11.412, [0.553, 0.172, 0.072], I_c)
+    noise = replace(instrumented_noise(), angular_velocity_std=0.005, force_std=1.0, moment_std=0.3)
+    return team, payload, noise
 
 
 def paper_session_segments(

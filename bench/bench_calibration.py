@@ -37,7 +37,6 @@ import numpy as np
 
 from inertia_estimation_ros.core.cooperative import EstimatorSettings, Recording, estimate_offline
 from inertia_estimation_ros.core.cooperative import grasp_kinematics as gk
-from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.sim import analytic as an
 from inertia_estimation_ros.sim.coverage import Coverage, grasp_errors
 
@@ -80,11 +79,7 @@ def grasp_coverage(
     t = np.arange(0, 4, 1 / RATE)
     for seed in range(int(np.ceil(fits / per_seed))):
         rng = np.random.default_rng(1000 + seed)
-        team, T_s_p = an.ring_team(3, rng)
-        payload = InertialParameters.from_mass_com_inertia(
-            8.0, [0, 0, 0.05], np.eye(3)
-        ).transformed(T_s_p)
-        motion = an.paper_kinematics_motion(rng)
+        team, payload, motion = an.ring_kinematics_case(rng)
         for _ in range(min(per_seed, fits - coverage.runs)):
             sim = an.simulate(team, payload, motion, t, noise=noise, rng=rng)
             fit = grasp_fit(kind, sim, team.reference_id, floor)

@@ -149,11 +149,7 @@ def grasp_coverage(source, seeds=8, per_seed=5):
     t = np.arange(0, 4, 1 / RATE)
     for seed in range(seeds):
         rng = np.random.default_rng(21 + seed)
-        team, T_s_p = an.ring_team(3, rng)
-        payload = InertialParameters.from_mass_com_inertia(
-            8.0, [0, 0, 0.05], np.eye(3)
-        ).transformed(T_s_p)
-        motion = an.paper_kinematics_motion(rng)
+        team, payload, motion = an.ring_kinematics_case(rng)
         for _ in range(per_seed):
             sim = an.simulate(team, payload, motion, t, noise=noise, rng=rng)
             twists = {r: s.V_i for r, s in sim.measured.items()}

@@ -645,6 +645,17 @@ def paper_inertia_motion(rng: np.random.Generator) -> PayloadMotion:
     )
 
 
+def ring_kinematics_case(
+    rng: np.random.Generator,
+) -> tuple[Team, InertialParameters, PayloadMotion]:
+    """The grasp frames' Monte Carlo case (test_cooperative_kinematics, bench_calibration), drawn
+    from ``rng``: three robots on a ring (``ring_team``), an 8 kg payload (CoM 5 cm up its
+    frame's z, unit inertia) and paper 000's kinematics motion."""
+    team, T_s_p = ring_team(3, rng)
+    payload = InertialParameters.from_mass_com_inertia(8.0, [0, 0, 0.05], np.eye(3))
+    return team, payload.transformed(T_s_p), paper_kinematics_motion(rng)
+
+
 def paper_calibration_case() -> tuple[Team, InertialParameters, NoiseModel]:
     """The payload's Monte Carlo case (test_cooperative_dynamics, bench_calibration): paper
     000's grasps with F/T sensors (moments measured), a payload well inside the consistent set

@@ -1,7 +1,8 @@
 """How fast the command line answers a bad argument (issue 18: under 0.5 s, because arguments
-are parsed and checked before the numerics load). Each case runs the tool in a fresh Python
-process, as a user's shell would, ``--repeat`` times; the table has the median and the worst
-wall time.
+are parsed and checked before the numerics load), and ``simulate --list`` (the README's first
+command; durations read from the YAML files, no simulator loaded). Each case runs the tool in
+a fresh Python process, as a user's shell would, ``--repeat`` times; the table has the median
+and the worst wall time.
 
     .venv/bin/python bench/bench_cli.py [--repeat 5]
 """
@@ -24,6 +25,7 @@ CASES = {
     "unknown command": ["estimat", "bag"],
     "simulate: unknown scenario": ["simulate", "no_such_scenario", "--out", "/tmp/x"],
     "simulate: no scenario": ["simulate"],
+    "simulate --list": ["simulate", "--list"],
     "estimate: missing bag": ["estimate", "/no/such/bag"],
     "estimate: bad --period": ["estimate", "bag", "--period", "-1"],
     "report: missing bag": ["report", "/no/such/bag", "--out", "/tmp/x"],

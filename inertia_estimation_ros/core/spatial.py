@@ -203,8 +203,13 @@ _CONJUGATE = np.array([1.0, -1.0, -1.0, -1.0])
 
 
 def quaternion_product(a: ArrayLike, b: ArrayLike) -> np.ndarray:
-    """a * b (Hamilton), broadcasting over leading axes: the rotation R_a R_b."""
+    """a * b (Hamilton), broadcasting over leading axes: the rotation R_a R_b. One single
+    quaternion against a stack is one (m, 4) x (4, 4) product."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim == 1:
+        return b @ _left_matrix(a).T
+    if b.ndim == 1:
+        return a @ _right_matrix(b).T
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
     out = np.empty(np.broadcast_shapes(a.shape, b.shape))
@@ -213,6 +218,18 @@ def quaternion_product(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
     out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
     return out
+
+
+def _left_matrix(a: np.ndarray) -> np.ndarray:
+    """L(a) with a * b = L(a) b."""
+    w, x, y, z = a.tolist()
+    return np.array([[w, -x, -y, -z], [x, w, -z, y], [y, z, w, -x], [z, -y, x, w]])
+
+
+def _right_matrix(b: np.ndarray) -> np.ndarray:
+    """R(b) with a * b = R(b) a."""
+    w, x, y, z = b.tolist()
+    return np.array([[w, -x, -y, -z], [x, w, z, -y], [y, -z, w, x], [z, y, -x, w]])
 
 
 def compose_rotation_vectors(a: ArrayLike, b: ArrayLike) -> np.ndarray:

@@ -116,7 +116,7 @@ class SigmaPoints:
         n = len(x)
         scaled = np.sqrt(self.alpha**2 * (n + self.kappa)) * L
         steps = np.vstack([np.zeros(n), scaled.T, -scaled.T])
-        return space.retract(np.tile(x, (2 * n + 1, 1)), steps)
+        return space.retract(x, steps)
 
 
 def symmetric_positive_definite(P: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:

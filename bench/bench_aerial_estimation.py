@@ -46,7 +46,11 @@ from inertia_estimation_ros.core.aerial.team_estimation import (
     AerialTeamEstimator,
     AerialTeamModel,
 )
-from inertia_estimation_ros.core.aerial.ukf import CableTensionUKF, RobotCableModel
+from inertia_estimation_ros.core.aerial.ukf import (
+    CableTensionUKF,
+    CableUKFNoise,
+    RobotCableModel,
+)
 from inertia_estimation_ros.core.identification import ExcitationError
 from inertia_estimation_ros.sim.aerial.config import polygon_attach_points
 
@@ -129,7 +133,7 @@ def identified_payload(quick: bool):
     return p
 
 
-def table_two(quick: bool) -> None:
+def table_two(quick: bool, walks: list[float]) -> None:
     duration = 12.0 if quick else 40.0
     human = {"grasp": GRASP, "profiles": pulls(duration)}
     tic = time.perf_counter()
@@ -154,6 +158,11 @@ def table_two(quick: bool) -> None:
                 estimator.human.quasi_static(e.payload_R, e.tension, e.xi, e.cable_covariance)
                 for e in estimates
             ]
+    for walk in walks:  # the tension random walk of the team UKFs [N/sqrt(s)]
+        process = (*TEAM_UKF_NOISE.process[:-1], walk)
+        settings = AerialEstimatorSettings(ukf_noise=CableUKFNoise(process=process))
+        estimates = feed(AerialTeamEstimator(team_model(scenario), settings), r)
+        rows[f"project: dynamic, walk {walk:g}"] = np.array([e.wrench.wrench for e in estimates])
     rows = {
         "UKF quasi-static (eq. 39)": np.array([s.wrench for s in static_rows]),
         "momentum observer [7]": observer_estimates(scenario, r),
@@ -279,9 +288,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="12 s flight, n <= 8")
     parser.add_argument("--cost", action="store_true", help="only the cost table")
+    parser.add_argument(
+        "--walks", type=float, nargs="*", default=[],
+        help="extra rows: the dynamic estimate with these tension random walks [N/sqrt(s)]",
+    )  # fmt: skip
     args = parser.parse_args()
     if not args.cost:
-        table_two(args.quick)
+        table_two(args.quick, args.walks)
     timings(args.quick)
 
 

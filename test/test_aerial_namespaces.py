@@ -80,3 +80,25 @@ def test_two_aerial_teams_under_their_namespaces_estimate_independently(tmp_path
     for team, lift in EXTRA_LIFT.items():
         total = np.sum(tensions[team][-1].tensions)
         assert total == pytest.approx(np.linalg.norm(_tension_vectors(lift), axis=1).sum())
+
+
+def test_the_onboard_example_graph_starts_a_coordinator_and_a_node_per_robot():
+    """config/aerial_team_onboard_example.yaml: the coordinator (tension_source onboard) and
+    /robot_k/aerial_robot_node, each robot's mocap remapped to the mocap bridge's topics."""
+    graph = load_graph(data_file("aerial_team_onboard_example.yaml", "config"))
+    group = start_graph(graph, own_context(), "single")
+    try:
+        names = [n.get_fully_qualified_name() for n in group.nodes]
+        assert names == ["/aerial_coordinator_node"] + [
+            f"/{rid}/aerial_robot_node" for rid in ROBOTS
+        ]
+        assert [n.robot_id for n in group.nodes[1:]] == ROBOTS
+        subscribed = {
+            topic
+            for topic, _ in group.nodes[1].get_subscriber_names_and_types_by_node(
+                "aerial_robot_node", "/robot_1"
+            )
+        }
+        assert "/vrpn_client_node/robot_1/pose" in subscribed, subscribed
+    finally:
+        group.stop()

@@ -4,6 +4,7 @@
 #   make test    lint + the whole test suite (runs setup first), then test-compat:
 #                the core and node tests on numpy 1.26 / scipy 1.11 (.venv-compat)
 #   make bench   every benchmark under bench/, printing its tables into docs/benchmarks/
+#   make bench-docs  the quick benchmarks again (a minute or two), and the pages' index
 #   make mutants named mutants of core/ and ros/conversions.py (tools/mutants.py): survivors
 #   make demo    the main job (see README)
 #   make readme  regenerate the generated docs: node tables (docs/nodes.md), troubleshooting
@@ -28,7 +29,7 @@ CMAKE_ARGS := -DCMAKE_INSTALL_PREFIX=$(VENV_ABS) -DCMAKE_PREFIX_PATH=$(VENV_ABS)
 PACKAGE_SOURCES := CMakeLists.txt package.xml $(wildcard msg/*.msg action/*.action cmake/*) \
 	$(shell find inertia_estimation_ros launch config rviz -type f -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: setup test test-compat lint bench demo readme docs clean mutants
+.PHONY: setup test test-compat lint bench bench-docs demo readme docs clean mutants
 
 setup: $(STAMP)/install
 
@@ -117,6 +118,14 @@ test-compat: $(COMPAT_STAMP)/install
 
 bench: setup
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	$(BIN)/python bench/doc_page.py
+
+# Each benchmark writes its section of docs/benchmarks/<name>.md (bench/doc_page.py); these
+# take a minute or two on a shared 2-core machine, the others up to an hour each (`make bench`).
+QUICK_BENCHES := bench_cli.py bench_collaboration.py
+bench-docs: setup
+	@for f in $(QUICK_BENCHES); do echo "== bench/$$f"; $(BIN)/python bench/$$f || exit 1; done
+	$(BIN)/python bench/doc_page.py
 
 # Named mutants (tools/mutants.py): prints the survivors; not part of CI.
 mutants: setup

@@ -299,4 +299,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from doc_page import benchmark_page  # the tables into docs/benchmarks/aerial_estimation.md
+
+    with benchmark_page("aerial_estimation"):
+        main()

@@ -90,4 +90,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from doc_page import benchmark_page  # the tables into docs/benchmarks/collaboration.md
+
+    with benchmark_page("collaboration"):
+        status = main()
+    sys.exit(status)

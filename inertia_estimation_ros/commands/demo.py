@@ -20,7 +20,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import yaml
+from .lazy import lazy_module
+
+yaml = lazy_module("yaml")  # loads on first use: a bad argument is answered first
 
 if TYPE_CHECKING:
     from ..ros.demo_monitor import DemoMonitor

@@ -12,11 +12,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from .lazy import lazy_module
 
 np = lazy_module("numpy")  # loads on first use: arguments are checked first
+yaml = lazy_module("yaml")
 
 ROBOT_POSE = re.compile(r"^/([^/]+)/mocap/pose$")
 PAYLOAD_POSE, PAYLOAD_TWIST = "/payload/mocap/pose", "/payload/mocap/twist"

@@ -6,9 +6,10 @@ import argparse
 import shutil
 from pathlib import Path
 
-import yaml
-
 from ..data import SCENARIOS, shipped_scenarios
+from .lazy import lazy_module
+
+yaml = lazy_module("yaml")  # loads on first use: a bad argument is answered first
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

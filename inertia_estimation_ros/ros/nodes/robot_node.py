@@ -465,7 +465,7 @@ class RobotNode(Node):
 
 
 def main() -> int:
-    return run_executable("robot_node")
+    return run_executable("robot_node", executor="single")  # see sim_node.main
 
 
 if __name__ == "__main__":

@@ -43,9 +43,8 @@ from ..runtime import diagnostics, run_executable, steady_timer
 # the wall clock says it should be, by one recording instant at most. It never catches up in
 # bursts: when the executor is busy (other nodes in the process), the simulation slows down
 # instead of flooding their queues, which would drop samples.
-TICK = 0.005  # [s] (a tick that falls behind catches up, CATCH_UP at most)
+TICK = 0.001  # [s]
 LINGER = 2.0  # [s] of wall-clock time between the scenario's end and ``finished``
-CATCH_UP = 0.1  # [s] of simulated time at most per tick when the node fell behind
 TF_PERIOD = 0.02  # [s] of wall-clock time at least between two /tf messages (for viewers)
 
 INTERFACE = NodeInterface(
@@ -189,7 +188,8 @@ INTERFACE = NodeInterface(
             "publish_tf",
             "bool",
             True,
-            "publish the robots' TF under `world_frame` (off where robot_state_publisher runs)",
+            "publish the robots' TF under `world_frame`, at most every 20 ms (off where "
+            "robot_state_publisher runs)",
         ),
         Param("world_frame", "string", "world", "TF root of the simulation", nonempty=True),
         Param(
@@ -370,9 +370,7 @@ class SimNode(Node):
             due = self.stepper.start_time + rtf * (time.monotonic() - self._wall_start)
             if rtf and due < self.stepper.time + step:
                 return  # no sample due yet
-            # Behind schedule (a slow tick, a busy machine): catch up, a bounded chunk at once.
-            until = min(due, self.stepper.time + CATCH_UP) if rtf else self.stepper.time + step
-            chunk = self.stepper.advance(until)
+            chunk = self.stepper.advance(self.stepper.time + step)
         self._phase = chunk.phases[-1].name
         self._publish(
             self._topics.sample_streams(
@@ -421,8 +419,9 @@ class SimNode(Node):
 
 
 def main() -> int:
-    # One thread: the 1 ms tick is always ready, and a multi-threaded executor's spinning
-    # thread then holds the GIL against the worker that runs it (the run slows to ~0.05x).
+    # One thread: while a callback of the default (mutually exclusive) group runs, rclpy's
+    # multi-threaded executor finds it ready again and spins, holding the GIL against the
+    # worker that runs it (a 1 ms tick slowed the run to ~0.05x real time).
     return run_executable("sim_node", executor="single")
 
 

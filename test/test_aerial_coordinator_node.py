@@ -149,7 +149,8 @@ def test_in_flight_identification_publishes_the_payload_and_repairs_a_wrong_desc
 
 def test_in_flight_identification_of_exact_onboard_tensions(ros_context, tmp_path):
     """The robots report the exact tensions of a hovering 0.278 kg payload (onboard) to a
-    coordinator whose description is 20 % light, with ~/hands_off set by its service: the
+    coordinator whose description is 20 % light (identification no_contact: it reports a
+    contact, so nothing is identified), then with ~/hands_off set by its service: the
     PayloadEstimate's mass is 0.278 kg within its 3 sigma (the weak prior around the
     description pulls by ~1e-4 kg), and then the wrench is zero within 0.01 N with no contact
     (F_z -0.55 N before)."""
@@ -168,7 +169,7 @@ def test_in_flight_identification_of_exact_onboard_tensions(ros_context, tmp_pat
     team.write_text(yaml.safe_dump(document))
     coordinator = _coordinator(
         ros_context, team_description=str(team), tension_source="onboard", mocap_timeout=1.0,
-        identification="on_request", identification_period=0.2,
+        identification="no_contact", identification_period=0.2,
     )  # fmt: skip
     robots = Node("robots", context=ros_context)
     wrenches, payload = [], []
@@ -182,8 +183,9 @@ def test_in_flight_identification_of_exact_onboard_tensions(ros_context, tmp_pat
     executor.add_node(coordinator)
     executor.add_node(robots)
     try:
-        assert spin_until(executor, lambda: len(wrenches) > 5, timeout=60)
+        assert spin_until(executor, lambda: len(wrenches) > 20, timeout=60)
         before = wrenches[-1]
+        assert not payload  # no_contact: the wrong description reads as a contact
         assert spin_until(executor, lambda: client.service_is_ready(), timeout=30)
         future = client.call_async(SetBool.Request(data=True))
         assert spin_until(executor, future.done, timeout=30)

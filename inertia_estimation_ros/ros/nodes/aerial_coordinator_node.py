@@ -11,7 +11,8 @@ degraded and why; NaN rotor speeds hold the last valid thrust; a team of fewer t
 robots is refused at start-up (the wrench is not observable).
 
 In-flight identification (``core.aerial.identification``): while nobody touches the payload
-(the wrench reports no contact, or the operator says so with ``~/hands_off``) every published
+(the operator says so with ``~/hands_off``; with ``identification: no_contact`` also while the
+wrench reports no contact) every published
 estimate is a sample; every ``identification_period`` the node identifies the payload's
 mass, CoM and inertia, publishes them as a ``PayloadEstimate`` (frame ``payload_frame``, the
 frame of the payload's mocap pose) and gives the human-wrench estimator the identified values
@@ -210,9 +211,9 @@ INTERFACE = NodeInterface(
         Param(
             "identification",
             "string",
-            "no_contact",
-            "in-flight payload identification: no_contact (samples while the wrench reports no "
-            "contact, or while ~/hands_off), on_request (only while ~/hands_off), off",
+            "on_request",
+            "in-flight payload identification: on_request (samples only while ~/hands_off), "
+            "no_contact (also while the wrench reports no contact: trust the description), off",
             choices=IDENTIFICATION,
         ),
         Param(

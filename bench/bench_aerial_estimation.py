@@ -51,7 +51,6 @@ from inertia_estimation_ros.core.aerial.ukf import (
     CableUKFNoise,
     RobotCableModel,
 )
-from inertia_estimation_ros.core.identification import ExcitationError
 from inertia_estimation_ros.sim.aerial.config import polygon_attach_points
 
 PAPER_TABLE_II = {  # RMSE: F x, y, z [N]; M roll, pitch, yaw [N m]
@@ -97,9 +96,11 @@ def observer_estimates(scenario, r, gain: float = 10.0) -> np.ndarray:
 
 
 def identified_payload(quick: bool):
-    """In-flight identification on paper002_aerial's 6-DoF waypoint flight without a person
-    (the first 12 s), from the cable UKFs of a team whose description is 20 % light."""
-    from inertia_estimation_ros.core.aerial.identification import InFlightIdentification
+    """In-flight identification as the coordinator runs it (``OnlinePayloadIdentification``:
+    the weak prior around the description, valid parts only) on paper002_aerial's 6-DoF
+    waypoint flight without a person (the first 12 s), from the cable UKFs of a team whose
+    description is 20 % light; the parameters the human-wrench estimator then uses."""
+    from inertia_estimation_ros.core.aerial.identification import OnlinePayloadIdentification
     from inertia_estimation_ros.ros.graph import data_file
 
     config = yaml.safe_load(data_file("paper002_aerial.yaml", "config/scenarios").read_text())
@@ -107,30 +108,25 @@ def identified_payload(quick: bool):
     tic = time.perf_counter()
     scenario, r = run_scenario(config)
     estimator = AerialTeamEstimator(team_model(scenario, 0.8))
-    identification = InFlightIdentification(estimator.model.attach_points)
+    identification = OnlinePayloadIdentification(estimator.model)
 
     def add(e) -> None:
-        m = estimator.motion
-        if e.stamp > 1.0 and m.ready:
-            sample = (e.payload_R, e.tension, e.xi, e.cable_covariance)
-            identification.add(*sample, m.velocity, m.accel, m.Omega, m.Omega_dot)
+        if e.stamp > 1.0:
+            identification.add(e, estimator.motion)
 
     feed(estimator, r, each=add)
     truth = scenario.ground_truth_document()["payload"]
-    try:
-        result = identification.solve()
-    except ExcitationError as error:
-        print(f"In-flight identification refused: {error}")
-        return None
-    p = result.params
+    estimate, use = identification.solve()
     print(
         f"In-flight identification ({r.time[-1]:.0f} s flown and estimated in "
-        f"{time.perf_counter() - tic:.0f} s, {result.samples} samples): mass {p.mass:.4f} +- "
-        f"{result.std[0]:.4f} kg (truth {truth['mass']}), CoM {np.round(p.com, 4)} m (truth 0), "
-        f"inertia diagonal {np.round(np.diag(p.inertia_about_com), 5)} (truth "
-        f"{truth['inertia_diagonal']})"
+        f"{time.perf_counter() - tic:.0f} s, {identification.samples} samples): mass "
+        f"{estimate.mass:.4f} +- {np.sqrt(estimate.mass_variance):.4f} kg (truth "
+        f"{truth['mass']}); valid mass/CoM/inertia {estimate.mass_valid}/{estimate.com_valid}/"
+        f"{estimate.inertia_valid}; used: CoM {np.round(use.com, 4)} m (truth 0), inertia "
+        f"diagonal {np.round(np.diag(use.inertia_about_com), 5)} (truth "
+        f"{truth['inertia_diagonal']}); advice: {' / '.join(estimate.advice) or 'none'}"
     )
-    return p
+    return use
 
 
 def table_two(quick: bool, walks: list[float]) -> None:

@@ -55,6 +55,7 @@ CONSOLE_SCRIPTS = [
     "robot_node=inertia_estimation_ros.ros.nodes.robot_node:main",
     "sim_node=inertia_estimation_ros.ros.nodes.sim_node:main",
     "aerial_coordinator_node=inertia_estimation_ros.ros.nodes.aerial_coordinator_node:main",
+    "aerial_robot_node=inertia_estimation_ros.ros.nodes.aerial_robot_node:main",
     "planner_node=inertia_estimation_ros.ros.nodes.planner_node:main",
 ]
 

@@ -98,3 +98,61 @@ def test_the_identified_payload_feeds_the_human_wrench_estimator():
     print("F_z before", before.wrench[2], "after", after.wrench.round(4), "sigma", after.std)
     assert before.wrench[2] < -0.5
     assert np.all(np.abs(after.wrench) < 3 * after.std)
+
+
+def _online(mass_scale: float):
+    """The coordinator's identification of a team whose description has the payload's mass
+    times ``mass_scale`` (the truth's CoM-frame inertia, CoM at the origin)."""
+    from inertia_estimation_ros.core.aerial.identification import OnlinePayloadIdentification
+    from inertia_estimation_ros.core.aerial.team_estimation import AerialTeamModel
+    from inertia_estimation_ros.core.aerial.ukf import RobotCableModel
+
+    robot = RobotCableModel(0.25, np.array([6e-4, 6e-4, 1e-3]), 1.0)
+    model = AerialTeamModel(
+        ("robot_1", "robot_2", "robot_3"), (robot,) * 3, (None,) * 3, RHO_L,
+        mass_scale * TRUTH.mass, TRUTH.inertia_about_com,
+    )  # fmt: skip
+    return OnlinePayloadIdentification(model)
+
+
+def _feed(online, samples) -> None:
+    from types import SimpleNamespace
+
+    for t, (R, tension, xi, covariances, v, accel, Omega, Omega_dot) in enumerate(samples):
+        estimate = SimpleNamespace(
+            valid=True, stamp=0.01 * t, payload_R=R, tension=tension, xi=xi,
+            cable_covariance=covariances,
+        )  # fmt: skip
+        motion = SimpleNamespace(
+            ready=True, velocity=v, accel=accel, Omega=Omega, Omega_dot=Omega_dot
+        )
+        assert online.add(estimate, motion)
+
+
+def test_online_identification_of_a_hover_gives_the_mass_and_keeps_the_described_inertia():
+    """Hovering (no rotation), from a description 20 % light: the mass is valid and within
+    3 sigma of the truth; the inertia is flagged not determined (zeros in the estimate, the
+    advice names it) and the human-wrench estimator keeps the description's."""
+    online = _online(0.8)
+    _feed(online, _samples(np.random.default_rng(7), 200, rotate=False))
+    estimate, use = online.solve()
+    print("mass", estimate.mass, "+-", np.sqrt(estimate.mass_variance), estimate.advice)
+    assert estimate.mass_valid and not estimate.inertia_valid
+    assert abs(estimate.mass - TRUTH.mass) < 3 * np.sqrt(estimate.mass_variance)
+    assert np.all(estimate.inertia_about_com == 0.0)
+    assert any("Ixx" in a and "rotate" in a for a in estimate.advice)
+    assert use.mass == pytest.approx(estimate.mass)
+    np.testing.assert_allclose(use.inertia_about_com, TRUTH.inertia_about_com, atol=1e-12)
+    assert estimate.samples_dynamic == 200 and len(estimate.grasps) == 3
+
+
+def test_online_identification_of_a_rotating_flight_identifies_everything_within_sigma():
+    online = _online(0.8)
+    _feed(online, _samples(np.random.default_rng(8), 400, rotate=True))
+    estimate, use = online.solve()
+    assert estimate.mass_valid and estimate.com_valid and estimate.inertia_valid
+    assert not estimate.advice and estimate.physically_consistent
+    z = (estimate.theta - TRUTH.vec) / np.sqrt(np.diag(estimate.theta_covariance))
+    print("z", z.round(2))
+    assert np.all(np.abs(z) < 4.0)
+    np.testing.assert_allclose(use.vec, estimate.theta, atol=1e-9)

@@ -10,6 +10,7 @@ from aerial_feed import feed, run_scenario, team_model
 
 from inertia_estimation_ros.core.aerial.human_wrench import UnobservableWrenchError
 from inertia_estimation_ros.core.aerial.team_estimation import (
+    TEAM_UKF_NOISE,
     AerialTeamEstimator,
     AerialTeamModel,
 )
@@ -93,8 +94,9 @@ def test_mocap_loss_and_nan_rotor_speeds_degrade_the_estimate_and_say_why(push_r
     assert after.degraded and after.valid
     assert any(reason.startswith("robot_2: no mocap for 0.4") for reason in after.reasons)
     assert any(reason.startswith("robot_1: no valid rotor speeds") for reason in after.reasons)
-    # the tension's random walk (0.1 N/sqrt(s)) with nothing to correct it for 0.4 s
-    coasting = np.hypot(before.tension_std[1], 0.1 * np.sqrt(0.4))
+    # the tension's random walk (N/sqrt(s)) with nothing to correct it for 0.4 s
+    walk = TEAM_UKF_NOISE.process[-1]
+    coasting = np.hypot(before.tension_std[1], walk * np.sqrt(0.4))
     assert after.tension_std[1] == pytest.approx(coasting, rel=0.2)
     assert after.tension_std[1] > 1.5 * after.tension_std[2]  # robot_3 still tracked
     assert np.all(np.isfinite(after.wrench.wrench))

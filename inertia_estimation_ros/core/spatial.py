@@ -168,7 +168,7 @@ def rotation_angle(R: ArrayLike) -> float:
 
 
 # ----- stacks of rotation vectors (m, 3), through unit quaternions (w, x, y, z) ------------
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def cross_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a x b over the last axis (np.cross's axis handling costs more than the product)."""
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
@@ -178,28 +178,58 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def quaternions(phi: ArrayLike) -> np.ndarray:
     """Unit quaternions (m, 4) of rotation vectors phi (m, 3): (cos(a/2), sin(a/2) axis)."""
     phi = np.asarray(phi, dtype=float)
-    angle = np.sqrt(np.sum(phi * phi, axis=-1, keepdims=True))
+    angle = np.sqrt(np.einsum("...i,...i->...", phi, phi))[..., None]
+    out = np.empty(phi.shape[:-1] + (4,))
+    out[..., :1] = np.cos(0.5 * angle)
     # sin(a/2)/a is exact down to the smallest angles; at a = 0, phi = 0 anyway
-    return np.concatenate(
-        [np.cos(0.5 * angle), np.sin(0.5 * angle) / np.maximum(angle, 1e-300) * phi], axis=-1
-    )
+    np.multiply(np.sin(0.5 * angle) / np.maximum(angle, 1e-300), phi, out=out[..., 1:])
+    return out
 
 
 def rotation_vectors(q: ArrayLike) -> np.ndarray:
     """Rotation vectors (m, 3), |phi| in [0, pi], of unit quaternions (m, 4)."""
     q = np.asarray(q, dtype=float)
     w, v = np.abs(q[..., :1]), np.copysign(1.0, q[..., :1]) * q[..., 1:]  # the short way round
-    norm = np.sqrt(np.sum(v * v, axis=-1, keepdims=True))
+    norm = np.sqrt(np.einsum("...i,...i->...", v, v))[..., None]
     return 2.0 * np.arctan2(norm, w) / np.maximum(norm, 1e-300) * v
 
 
+def conjugate(q: ArrayLike) -> np.ndarray:
+    """The inverse rotation of unit quaternions (..., 4)."""
+    return np.asarray(q, dtype=float) * _CONJUGATE
+
+
+_CONJUGATE = np.array([1.0, -1.0, -1.0, -1.0])
+
+
 def quaternion_product(a: ArrayLike, b: ArrayLike) -> np.ndarray:
-    """a * b (Hamilton), broadcasting over leading axes: the rotation R_a R_b."""
+    """a * b (Hamilton), broadcasting over leading axes: the rotation R_a R_b. One single
+    quaternion against a stack is one (m, 4) x (4, 4) product."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    aw, av = a[..., :1], a[..., 1:]
-    bw, bv = b[..., :1], b[..., 1:]
-    w = aw * bw - np.einsum("...i,...i->...", av, bv)[..., None]
-    return np.concatenate([w, aw * bv + bw * av + _cross(av, bv)], axis=-1)
+    if a.ndim == 1:
+        return b @ _left_matrix(a).T
+    if b.ndim == 1:
+        return a @ _right_matrix(b).T
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
+    out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
+    out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
+    out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
+    return out
+
+
+def _left_matrix(a: np.ndarray) -> np.ndarray:
+    """L(a) with a * b = L(a) b."""
+    w, x, y, z = a.tolist()
+    return np.array([[w, -x, -y, -z], [x, w, -z, y], [y, z, w, -x], [z, -y, x, w]])
+
+
+def _right_matrix(b: np.ndarray) -> np.ndarray:
+    """R(b) with a * b = R(b) a."""
+    w, x, y, z = b.tolist()
+    return np.array([[w, -x, -y, -z], [x, w, z, -y], [y, -z, w, x], [z, y, -x, w]])
 
 
 def compose_rotation_vectors(a: ArrayLike, b: ArrayLike) -> np.ndarray:
@@ -209,6 +239,14 @@ def compose_rotation_vectors(a: ArrayLike, b: ArrayLike) -> np.ndarray:
 
 def rotate_e3(phi: ArrayLike) -> np.ndarray:
     """The third columns exp(phi) e3 (m, 3) (a thrust direction)."""
-    q = quaternions(phi)
+    return quaternion_e3(quaternions(phi))
+
+
+def quaternion_e3(q: np.ndarray) -> np.ndarray:
+    """The third columns R(q) e3 (m, 3) of unit quaternions (m, 4)."""
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return np.stack([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)], axis=-1)
+    out = np.empty(q.shape[:-1] + (3,))
+    out[..., 0] = 2 * (x * z + w * y)
+    out[..., 1] = 2 * (y * z - w * x)
+    out[..., 2] = 1 - 2 * (x * x + y * y)
+    return out

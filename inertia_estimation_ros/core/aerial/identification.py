@@ -9,6 +9,11 @@ the wrench the cables apply about its origin, in {b}, moment first (``core/spati
 Y(V, dV, g) theta (``body_regressor``) for the body twist V = (Omega, R^T v), its derivative
 dV = (Omega_dot, R^T a - Omega x R^T v) and gravity g = R^T (0, 0, -g). Each sample's rows are
 whitened by the tensions' covariance (the UKFs'); the motion is taken as exact.
+
+``OnlinePayloadIdentification`` is what the coordinator runs: samples while nobody touches
+the payload, a weak prior around the team description (so that a hover still gives the mass
+and the parts the motion did not excite stay at the description, flagged), and the result as
+a ``TeamEstimate`` (msg/PayloadEstimate) and as the parameters of the human-wrench estimator.
 """
 
 from __future__ import annotations
@@ -17,22 +22,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..identification import ConsistentIdentification, RegressionData
+from ..cooperative.diagnostics import scaled_condition_number
+from ..cooperative.estimate import GraspFrameEstimate, Stage, TeamEstimate, _keep_valid
+from ..cooperative.payload_properties import payload_properties
+from ..cooperative.settings import EstimatorSettings
+from ..identification import ConsistentIdentification, ExcitationError, RegressionData
 from ..inertial import InertialParameters
 from ..regressor import body_regressor
 from ..spatial import skew
 from .allocation import E3, GRAVITY
 from .human_wrench import tension_vector_covariance
+from .payload_motion import PayloadMotionFilter
+from .team_estimation import AerialTeamEstimate, AerialTeamModel
 
 
 @dataclass(frozen=True)
 class IdentifiedPayload:
     """theta (``InertialParameters`` in {b}) and its 10x10 covariance (the inverse Fisher
-    information of the whitened rows), and how many samples it rests on."""
+    information of the whitened rows, plus the prior's if one was used), how many samples it
+    rests on, and what the motion did not excite (empty: everything was)."""
 
     params: InertialParameters
     covariance: np.ndarray
     samples: int
+    advice: tuple[str, ...] = ()
 
     @property
     def std(self) -> np.ndarray:
@@ -51,6 +64,7 @@ class InFlightIdentification:
         self.rho_L = np.asarray(rho_L, dtype=float)
         self.direction_floor = float(direction_floor)
         self.data = RegressionData()
+        self._map_solver: ConsistentIdentification | None = None
         self._map = np.vstack([np.hstack(list(skew(self.rho_L))), np.tile(np.eye(3), len(rho_L))])
 
     def add(
@@ -88,3 +102,140 @@ class InFlightIdentification:
         result = ConsistentIdentification(1).solve(self.data)
         covariance = np.linalg.inv(self.data.information)
         return IdentifiedPayload(result.params, covariance, self.data.n_rows // 6)
+
+    def solve_with_prior(
+        self, nominal: InertialParameters, information: np.ndarray
+    ) -> IdentifiedPayload:
+        """The consistent MAP estimate under a Gaussian prior (mean ``nominal``, 10x10
+        ``information``) and its posterior covariance; never refuses: what the motion did not
+        excite stays near the prior (its std says so) and is named in ``advice``. The MAP
+        least-squares solution when its pseudo-inertia is positive definite (then it is
+        also the SDP's optimum, found in microseconds), else paper 003's SDP with the prior."""
+        if self.data.n_rows == 0:
+            raise ValueError("in-flight identification: no samples yet")
+        try:
+            self.data.check_excitation(max_condition=1e8)
+            advice: tuple[str, ...] = ()
+        except ExcitationError as error:
+            advice = (f"in-flight identification: {error}",)
+        posterior = self.data.information + information
+        R = self.data.R
+        theta = np.linalg.solve(posterior, R[:, :-1].T @ R[:, -1] + information @ nominal.vec)
+        params = InertialParameters(theta)
+        if not params.consistency_margin() > 0.0:
+            if self._map_solver is None:  # the cvxpy problem, built once
+                self._map_solver = ConsistentIdentification(1, regularizer="euclidean")
+            params = self._map_solver.solve(self.data, prior=nominal, gamma=information).params
+        covariance = np.linalg.inv(posterior)
+        return IdentifiedPayload(params, covariance, self.data.n_rows // 6, advice)
+
+
+def prior_information(
+    nominal: InertialParameters, mass_ratio: float = 0.5, com_std: float = 0.1
+) -> np.ndarray:
+    """The information (inverse covariance) of a weak prior around the description: mass
+    +- ``mass_ratio`` of it, h = m c +- m ``com_std`` [m], each inertia entry about the
+    origin +- its largest principal moment plus m com_std^2."""
+    m = nominal.mass
+    top = float(np.linalg.eigvalsh(nominal.inertia_about_com)[-1]) + m * com_std**2
+    stds = np.r_[mass_ratio * m, [m * com_std] * 3, [top] * 6]
+    return np.diag(stds**-2.0)
+
+
+class OnlinePayloadIdentification:
+    """The coordinator's identification in flight: ``add`` a team estimate while nobody
+    touches the payload, ``solve`` (periodically) for a ``TeamEstimate`` in L (the payload's
+    mocap frame, the robots' "grasps" at their attach points) and the parameters to use:
+    identified where valid by the thresholds of ``EstimatorSettings``, the description
+    elsewhere."""
+
+    def __init__(self, model: AerialTeamModel, settings: EstimatorSettings | None = None):
+        self.model = model
+        self.settings = settings or EstimatorSettings()
+        self.nominal = InertialParameters.from_mass_com_inertia(
+            model.payload_mass, np.zeros(3), model.payload_inertia
+        )
+        self.identification = InFlightIdentification(model.attach_points)
+        self.information = prior_information(self.nominal)
+        self.stamp = -np.inf
+
+    @property
+    def samples(self) -> int:
+        return self.identification.data.n_rows // 6
+
+    def add(self, estimate: AerialTeamEstimate, motion: PayloadMotionFilter) -> bool:
+        """One sample of a valid estimate with the payload's filtered motion; False if there
+        was none to take."""
+        if not (estimate.valid and motion.ready) or estimate.stamp <= self.stamp:
+            return False
+        self.identification.add(
+            estimate.payload_R, estimate.tension, estimate.xi, estimate.cable_covariance,
+            motion.velocity, motion.accel, motion.Omega, motion.Omega_dot,
+        )  # fmt: skip
+        self.stamp = estimate.stamp
+        return True
+
+    def solve(self) -> tuple[TeamEstimate, InertialParameters]:
+        """(the estimate for msg/PayloadEstimate, the parameters for the human wrench)."""
+        result = self.identification.solve_with_prior(self.nominal, self.information)
+        props = payload_properties(result.params.vec, result.covariance)
+        valid = self._validity(props, excited=not result.advice)
+        use = InertialParameters.from_mass_com_inertia(
+            props.mass if valid[0] else self.nominal.mass,
+            props.p_s_c if valid[1] else self.nominal.com,
+            props.inertia_about_com if valid[2] else self.nominal.inertia_about_com,
+        )
+        return self._team_estimate(result, valid), use
+
+    def _validity(self, props, excited: bool) -> tuple[bool, bool, bool]:  # noqa: ANN001
+        s = self.settings
+        mass = props.mass > 0 and np.sqrt(props.mass_variance) <= s.max_mass_relative_std * (
+            props.mass
+        )
+        com = mass and np.sqrt(np.linalg.eigvalsh(props.p_s_c_covariance)[-1]) <= s.max_com_std
+        top = props.principal_moments[-1]
+        spread = np.sqrt(np.linalg.eigvalsh(props.principal_moments_covariance)[-1])
+        inertia = com and excited and spread <= s.max_inertia_relative_std * top
+        return bool(mass), bool(com), bool(inertia)
+
+    def _team_estimate(
+        self, result: IdentifiedPayload, valid: tuple[bool, bool, bool]
+    ) -> TeamEstimate:
+        props, theta, covariance = _keep_valid(result.params.vec, result.covariance, valid)
+        margin = InertialParameters(theta).consistency_margin() if valid[0] else 0.0
+        grasps = tuple(
+            GraspFrameEstimate(rid, _translation(rho), np.zeros((6, 6)))
+            for rid, rho in zip(self.model.robot_ids, self.model.attach_points, strict=True)
+        )
+        names = ("mass", "CoM", "inertia")
+        refused = [n for n, ok in zip(names, valid, strict=True) if not ok]
+        advice = list(result.advice)
+        if refused:
+            advice.append(
+                f"in flight: {', '.join(refused)} not determined yet from {result.samples} "
+                "samples without contact; the human-wrench estimate uses the team description's"
+            )
+        stage = Stage.DYNAMICS if valid[2] else Stage.STATICS if valid[0] else Stage.KINEMATICS
+        return TeamEstimate(
+            stamp=self.stamp, reference_robot_id="", stage=stage, grasps_valid=True,
+            mass_valid=valid[0], com_valid=valid[1], inertia_valid=valid[2], theta=theta,
+            theta_covariance=covariance, grasps=grasps, mass=props.mass,
+            mass_variance=props.mass_variance, p_s_c=props.p_s_c,
+            p_s_c_covariance=props.p_s_c_covariance, inertia_about_com=props.inertia_about_com,
+            inertia_about_com_covariance=props.inertia_about_com_covariance, R_s_c=props.R_s_c,
+            R_s_c_covariance=props.R_s_c_covariance, principal_moments=props.principal_moments,
+            principal_moments_covariance=props.principal_moments_covariance, T_i_c={},
+            physically_consistent=bool(valid[0] and margin > 0),
+            consistency_margin=float(margin), kinematics_condition_number=0.0,
+            statics_condition_number=0.0,
+            dynamics_condition_number=scaled_condition_number(self.identification.data.information),
+            advice=tuple(advice), residual_rms_angular_velocity=0.0,
+            residual_rms_force=0.0, residual_rms_moment=0.0, samples_kinematics=0,
+            samples_static=0, samples_dynamic=result.samples, samples_rejected=0,
+        )  # fmt: skip
+
+
+def _translation(p: np.ndarray) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, 3] = p
+    return T

@@ -23,11 +23,13 @@ from scipy.stats import chi2
 
 from ..spatial import (
     compose_rotation_vectors,
+    conjugate,
+    cross_rows,
     exp3,
     log3,
+    quaternion_e3,
     quaternion_product,
     quaternions,
-    rotate_e3,
     rotation_vectors,
 )
 from .allocation import E3, GRAVITY
@@ -72,19 +74,19 @@ class AttitudeManifold(EuclideanSpace):
 
     def mean(self, X: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """The weighted mean, the attitude's by Gauss-Newton on SO(3) (Karcher mean), started
-        from the normalized weighted sum of the sign-aligned quaternions."""
+        from the normalized weighted sum of the sign-aligned quaternions; the iteration stays
+        in quaternions (one conversion of the sigma points)."""
         out = weights @ X
         rotations = quaternions(X[:, ATTITUDE])
         rotations *= np.where(rotations @ rotations[0] < 0.0, -1.0, 1.0)[:, None]
-        start = weights @ rotations
-        phi = rotation_vectors(start / np.linalg.norm(start))
+        mean = weights @ rotations
+        mean /= np.sqrt(mean @ mean)
         for _ in range(10):
-            relative = quaternion_product(quaternions(-phi), rotations)
-            step = weights @ rotation_vectors(relative)
-            phi = compose_rotation_vectors(phi, step)
+            step = weights @ rotation_vectors(quaternion_product(conjugate(mean), rotations))
+            mean = quaternion_product(mean, quaternions(step))
             if step @ step < 1e-20:  # |step| < 1e-10 rad
                 break
-        out[ATTITUDE] = phi
+        out[ATTITUDE] = rotation_vectors(mean)
         return out
 
     def attitude_residual(self, phi: np.ndarray, R_measured: np.ndarray) -> np.ndarray:
@@ -114,7 +116,7 @@ class SigmaPoints:
         n = len(x)
         scaled = np.sqrt(self.alpha**2 * (n + self.kappa)) * L
         steps = np.vstack([np.zeros(n), scaled.T, -scaled.T])
-        return space.retract(np.tile(x, (2 * n + 1, 1)), steps)
+        return space.retract(x, steps)
 
 
 def symmetric_positive_definite(P: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -238,17 +240,18 @@ class RobotCableModel:
         f, M = u[0], u[1:4]
         phi = X[:, ATTITUDE]
         Omega, xi, xi_dot, mu = X[:, RATE], X[:, CABLE], X[:, CABLE_RATE], X[:, TENSION]
-        thrust = f * rotate_e3(phi)
+        attitude = quaternions(phi)
+        thrust = f * quaternion_e3(attitude)
         accel = (thrust + mu[:, None] * xi) / self.mass - GRAVITY * E3
         J = self.inertia
-        Omega_dot = (M - np.cross(Omega, Omega @ J.T)) @ self.inertia_inverse.T
+        Omega_dot = (M - cross_rows(Omega, Omega @ J.T)) @ self.inertia_inverse.T
         a_k = GRAVITY * E3 if attach_accel is None else attach_accel
         w = (thrust - self.mass * a_k) / (self.mass * self.length)
         xi_ddot = xi * _dot(xi, w) - w * _dot(xi, xi) - xi * _dot(xi_dot, xi_dot)  # [xi]^2 w
         out = np.empty_like(X)
         out[:, POSITION] = X[:, POSITION] + X[:, VELOCITY] * dt + 0.5 * accel * dt**2
         out[:, VELOCITY] = X[:, VELOCITY] + accel * dt
-        out[:, ATTITUDE] = compose_rotation_vectors(phi, Omega * dt)
+        out[:, ATTITUDE] = rotation_vectors(quaternion_product(attitude, quaternions(Omega * dt)))
         out[:, RATE] = Omega + Omega_dot * dt
         xi_new = xi + xi_dot * dt + 0.5 * xi_ddot * dt**2
         xi_new /= np.sqrt(_dot(xi_new, xi_new))

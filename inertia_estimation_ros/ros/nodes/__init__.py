@@ -30,6 +30,7 @@ NODES: dict[str, tuple[str, str]] = {
         "inertia_estimation_ros.ros.nodes.aerial_coordinator_node",
         "AerialCoordinatorNode",
     ),
+    "aerial_robot_node": ("inertia_estimation_ros.ros.nodes.aerial_robot_node", "AerialRobotNode"),
 }
 
 

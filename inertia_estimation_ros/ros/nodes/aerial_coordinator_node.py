@@ -9,6 +9,14 @@ described by ``team_description`` (the schema of ``simulate``'s ground_truth.yam
 whose mocap stops keeps a coasting UKF (its covariance grows) and the wrench says it is
 degraded and why; NaN rotor speeds hold the last valid thrust; a team of fewer than three
 robots is refused at start-up (the wrench is not observable).
+
+In-flight identification (``core.aerial.identification``): while nobody touches the payload
+(the operator says so with ``~/hands_off``; with ``identification: no_contact`` also while the
+wrench reports no contact) every published
+estimate is a sample; every ``identification_period`` the node identifies the payload's
+mass, CoM and inertia, publishes them as a ``PayloadEstimate`` (frame ``payload_frame``, the
+frame of the payload's mocap pose) and gives the human-wrench estimator the identified values
+that are valid (the description's elsewhere).
 """
 
 from __future__ import annotations
@@ -22,23 +30,27 @@ from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
+from std_srvs.srv import SetBool
 
+from ...core.aerial.identification import OnlinePayloadIdentification
 from ...core.aerial.team_estimation import (
     METHODS,
     AerialEstimatorSettings,
     AerialTeamEstimator,
     AerialTeamModel,
 )
-from ...msg import CableTensions, ExternalWrench
+from ...core.consistency import ConsistencyError
+from ...msg import CableTensions, ExternalWrench, PayloadEstimate
 from ..aerial_messages import onboard_cables, robot_statuses, to_cable_tensions, to_human_wrench
-from ..conversions import pose_matrix, seconds, vector3
+from ..conversions import pose_matrix, seconds, to_payload_estimate, vector3
 from ..graph import data_file
-from ..interface import RELIABLE_QOS, SENSOR_QOS, NodeInterface, Topic
+from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare, unknown_parameters
 from ..runtime import run_executable
 
 _DEFAULTS = AerialEstimatorSettings()
 TENSION_SOURCES = ("coordinator", "onboard")
+IDENTIFICATION = ("no_contact", "on_request", "off")
 
 INTERFACE = NodeInterface(
     executable="aerial_coordinator_node",
@@ -71,6 +83,14 @@ INTERFACE = NodeInterface(
             "reliable",
             "the dead-banded human wrench in `payload_frame` (zero with no contact), for an "
             "admittance controller",
+        ),
+        Topic(
+            "payload_estimate",
+            "inertia_estimation_ros/msg/PayloadEstimate",
+            "latched",
+            "the payload identified in flight (mass, CoM, inertia in `payload_frame` with "
+            "covariance, validity flags, advice naming what the motion did not excite); "
+            "robots' grasps are their attach points",
         ),
         Topic(
             "/diagnostics",
@@ -117,6 +137,14 @@ INTERFACE = NodeInterface(
             "geometry_msgs/msg/TwistStamped",
             "sensor",
             "the payload's velocities in the world frame (`payload_twist_topic`)",
+        ),
+    ],
+    services=[
+        Service(
+            "~/hands_off",
+            "std_srvs/srv/SetBool",
+            "true: nobody touches the payload, identify it from every sample (also with a "
+            "contact reported, e.g. a wrong description); false: back to `identification`",
         ),
     ],
     parameters=[
@@ -181,6 +209,27 @@ INTERFACE = NodeInterface(
             bounds=(0.05, 60.0),
         ),
         Param(
+            "identification",
+            "string",
+            "on_request",
+            "in-flight payload identification: on_request (samples only while ~/hands_off), "
+            "no_contact (also while the wrench reports no contact: trust the description), off",
+            choices=IDENTIFICATION,
+        ),
+        Param(
+            "hands_off",
+            "bool",
+            False,
+            "start with ~/hands_off set: nobody will touch the payload (a test flight)",
+        ),
+        Param(
+            "identification_period",
+            "double",
+            1.0,
+            "period of the identification's solve and PayloadEstimate [s, ROS clock]",
+            bounds=(0.05, 600.0),
+        ),
+        Param(
             "world_frame", "string", "world", "frame of mocap and cable directions", nonempty=True
         ),
         Param(
@@ -232,9 +281,16 @@ class AerialCoordinatorNode(Node):
         self._full = self.create_publisher(ExternalWrench, "human_wrench_estimate", RELIABLE_QOS)
         self._wrench = self.create_publisher(WrenchStamped, "human_wrench", RELIABLE_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        self._payload = self.create_publisher(PayloadEstimate, "payload_estimate", LATCHED_QOS)
         self._subscribe(p)
         self._latest = -np.inf  # newest stamp received
+        self.identification = OnlinePayloadIdentification(self.estimator.model)
+        self.hands_off = bool(p.hands_off)
+        self._solved_samples = 0
+        self.create_service(SetBool, "~/hands_off", self._set_hands_off)
         self.create_timer(p.publish_period, self._publish)
+        if p.identification != "off":
+            self.create_timer(p.identification_period, self._identify)
         self.create_timer(p.diagnostics_period, self._publish_diagnostics)
         unknown = unknown_parameters(self, INTERFACE.parameters)
         if unknown:
@@ -329,6 +385,47 @@ class AerialCoordinatorNode(Node):
         )
         self._full.publish(full)
         self._wrench.publish(plain)
+        self._sample(estimate)
+
+    def _sample(self, estimate) -> None:  # noqa: ANN001
+        """An identification sample, if nobody touches the payload (by the estimate or the
+        operator's word) and every source is fresh."""
+        mode = self.params.identification
+        hands_off = self.hands_off or (mode == "no_contact" and not estimate.contact)
+        if mode != "off" and hands_off and not estimate.degraded:
+            self.identification.add(estimate, self.estimator.motion)
+
+    def _identify(self) -> None:
+        """Solve with the samples so far, publish the PayloadEstimate, feed the wrench."""
+        samples = self.identification.samples
+        if samples == self._solved_samples:
+            return
+        self._solved_samples = samples
+        try:
+            team_estimate, params = self.identification.solve()
+        except (ValueError, ConsistencyError, np.linalg.LinAlgError) as error:
+            self.get_logger().warning(
+                f"in-flight identification failed on {samples} samples: {error}",
+                throttle_duration_sec=10.0,
+            )
+            return
+        self.estimator.use_payload(params)
+        frame = self.params.payload_frame
+        self._payload.publish(
+            to_payload_estimate(team_estimate, lambda r: f"{r}/attach_point" if r else frame)
+        )
+
+    def _set_hands_off(
+        self, request: SetBool.Request, response: SetBool.Response
+    ) -> SetBool.Response:
+        self.hands_off = bool(request.data)
+        response.success = True
+        response.message = (
+            f"hands off: identifying from every sample ({self.identification.samples} so far)"
+            if self.hands_off
+            else f"identification back to {self.params.identification!r}"
+        )
+        return response
 
     def _publish_diagnostics(self) -> None:
         if not np.isfinite(self._latest):

@@ -77,7 +77,8 @@ def estimate_bag(
     gets the bag time done."""
     from ..bags import bag_topics, read_bag
     from ..core.team_pipeline import PipelineSettings, TeamPipeline
-    from ..ros.conversions import grasp_sample, to_payload_estimate
+    from ..ros.conversions import to_payload_estimate
+    from ..ros.ingest import push_message
 
     parameters = dict(parameters or {})
     topics = bag_topics(path)
@@ -104,15 +105,7 @@ def estimate_bag(
             "through `bringup replay.yaml` first)"
         )
     for message in read_bag(path, wanted, deserialize="rclpy"):
-        msg = message.message
-        rid = message.topic.split("/")[1]
-        if msg.robot_id != rid:
-            pipeline.reject(rid, "unknown robot id", f"robot id {msg.robot_id!r}")
-        else:
-            try:
-                pipeline.push(grasp_sample(msg), msg.header.frame_id)
-            except (ValueError, TypeError) as error:
-                pipeline.reject(rid, "malformed message", str(error))
+        push_message(pipeline, message.topic.split("/")[1], message.message)
         t = message.timestamp * 1e-9
         first = t if first is None else first
         next_solve = t + period if next_solve is None else next_solve

@@ -32,6 +32,7 @@ base (the node's ROS clock); it is only used for latency figures.
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -145,6 +146,32 @@ class _Subteam:
             buffer_seconds=settings.max_delay + 2 * settings.max_clock_offset + 1.0,
         )
         self.estimator = TeamEstimator(self.robot_ids, reference_id, settings.estimator)
+
+
+class SolveJob:
+    """One solve of a pipeline's estimators (``TeamPipeline.start_solve``): ``run`` it on any
+    thread, then hand it to ``TeamPipeline.finish_solve``. ``results`` maps each team
+    ("full", "partial") to its TeamEstimate, or the error its solve raised."""
+
+    def __init__(
+        self,
+        teams: dict[str, tuple[_Subteam, TeamEstimator]],
+        full: bool,
+        snapshots: dict[str, TeamEstimator] | None = None,
+    ) -> None:
+        self.teams, self.full, self.snapshots = teams, full, snapshots or {}
+        self.results: dict[str, TeamEstimate | Exception] = {}
+        self.seconds = 0.0  # wall time of ``run``
+
+    def run(self) -> None:
+        started = time.perf_counter()
+        for name, (_, live) in self.teams.items():
+            estimator = self.snapshots.get(name, live)
+            try:
+                self.results[name] = estimator.estimate_now() if self.full else estimator.estimate()
+            except (np.linalg.LinAlgError, ValueError) as error:
+                self.results[name] = error
+        self.seconds = time.perf_counter() - started
 
 
 class TeamPipeline:
@@ -518,17 +545,45 @@ class TeamPipeline:
     def estimate(self, full: bool = False) -> TeamEstimate:
         """The team's estimate: warm-started (cached without new data), or from scratch with
         ``full``. While robots are silent: the whole team's estimate from before, with the
-        grasps of the robots still publishing from their own estimator, and advice."""
-        team = self.full.estimator
-        try:
-            estimate = team.estimate_now() if full else team.estimate()
-        except (np.linalg.LinAlgError, ValueError) as error:  # keep the last one, say why
+        grasps of the robots still publishing from their own estimator, and advice. Solves in
+        place; ``start_solve``/``finish_solve`` do the same with the solve on another thread."""
+        job = SolveJob(self._solved_teams(), full)
+        job.run()
+        return self.finish_solve(job)
+
+    def start_solve(self, full: bool = False) -> SolveJob:
+        """Snapshot the estimators for a solve (``SolveJob.run``) on any thread while ``push``
+        and ``process`` go on; ``finish_solve`` on this pipeline's thread takes it back."""
+        teams = self._solved_teams()
+        return SolveJob(teams, full, {name: e.snapshot() for name, (_, e) in teams.items()})
+
+    def _solved_teams(self) -> dict[str, tuple[_Subteam, TeamEstimator]]:
+        teams = {"full": self.full}
+        if self.silent and self.partial is not None:
+            teams["partial"] = self.partial
+        return {name: (team, team.estimator) for name, team in teams.items()}
+
+    def finish_solve(self, job: SolveJob) -> TeamEstimate | None:
+        """The estimate of a finished job (as ``estimate``), its solve adopted by the live
+        estimators; None if the pipeline restarted meanwhile (the job's data are gone)."""
+        if job.teams["full"][0] is not self.full:
+            return None
+        for name, (team, estimator) in job.teams.items():
+            result = job.results.get(name)
+            if job.snapshots and (team is not self._team_named(name)):
+                continue
+            if job.snapshots and isinstance(result, TeamEstimate):
+                estimator.adopt(job.snapshots[name])
+            elif job.snapshots:
+                estimator.mark_unsolved()
+        estimate = job.results.get("full")
+        if not isinstance(estimate, TeamEstimate):  # keep the last one, say why
             if self.last_estimate is None:
-                raise
-            self.events.append(f"the solve failed ({error}); the last estimate stays")
+                raise estimate
+            self.events.append(f"the solve failed ({estimate}); the last estimate stays")
             return self.last_estimate
         if self.silent:
-            estimate = self._degraded(estimate, full)
+            estimate = self._degraded(estimate, job.results.get("partial"))
         problems = self._clock_advice_ahead() + self._refusal_advice()
         if problems:
             estimate = replace(estimate, advice=problems + estimate.advice)
@@ -547,6 +602,9 @@ class TeamPipeline:
         self.last_estimate = estimate
         return estimate
 
+    def _team_named(self, name: str) -> _Subteam | None:
+        return self.full if name == "full" else self.partial
+
     def _clock_advice(self) -> str:
         span = max(self.last_stamp.values()) - self._first_stamp if self.last_stamp else 0.0
         unknown = [r for r, o in self.offsets.items() if o.advice or not o.correlation]
@@ -555,15 +613,15 @@ class TeamPipeline:
             "wait for them): rotate the payload back and forth"
         )
 
-    def _degraded(self, estimate: TeamEstimate, full: bool) -> TeamEstimate:
+    def _degraded(
+        self, estimate: TeamEstimate, part: TeamEstimate | Exception | None
+    ) -> TeamEstimate:
         advice = [
             f"{rid} is silent (no sample for {behind:.1f} s): {self._silence_consequence(rid)}"
             for rid, behind in sorted(self.silent.items())
         ]
-        if self.partial is None:
+        if self.partial is None or not isinstance(part, TeamEstimate):
             return replace(estimate, advice=tuple(advice) + estimate.advice)
-        sub = self.partial.estimator
-        part = sub.estimate_now() if full else sub.estimate()
         grasps = estimate.grasps
         if part.grasps_valid:
             latest = {g.robot_id: g for g in part.grasps}

@@ -123,13 +123,16 @@ def test_a_damaged_batched_stream_keeps_the_good_samples_and_counts_the_bad_by_r
 def test_a_solve_on_a_snapshot_leaves_updates_going_and_is_adopted():
     _, _, series = team_session(noise=True, offsets=False)
     n, every = N, K * len(ROBOTS)
-    pipeline = TeamPipeline(ROBOTS, "robot_1", SETTINGS)
+    now = [1.7e9]  # the node's ROS clock: far from the samples' stamps (a bag's, 0-4 s)
+    pipeline = TeamPipeline(ROBOTS, "robot_1", SETTINGS, clock=lambda: now[0])
     feed(pipeline, single_messages(series, range(n // 2)), every)
     reference = TeamPipeline(ROBOTS, "robot_1", SETTINGS)
     feed(reference, single_messages(series, range(n // 2)), every)
     job = pipeline.start_solve()
+    now[0] += 0.5
     feed(pipeline, single_messages(series, range(n // 2, n)), every)  # while the solve runs
     job.run()
+    now[0] += 0.25
     estimate = pipeline.finish_solve(job)
     expected = reference.estimate()
     assert estimate.stamp == expected.stamp < pipeline.last_stamp["robot_1"]
@@ -137,3 +140,14 @@ def test_a_solve_on_a_snapshot_leaves_updates_going_and_is_adopted():
     live = pipeline.full.estimator
     assert live._kinematics is job.snapshots["full"]._kinematics and live._maps
     assert live._dirty  # samples arrived since the snapshot: the next estimate solves
+    # PayloadEstimate.age: on the node's clock since the snapshot's newest update, not
+    # now - stamp (the stamps are on the robots' clocks)
+    assert pipeline.estimate_age() == 0.75
+    pipeline.finish_solve(run_job(pipeline.start_solve()))
+    assert pipeline.estimate_age() == 0.25  # the second half came in at +0.5
+    assert TeamPipeline(ROBOTS, "robot_1", SETTINGS).estimate_age() == 0.0  # no clock
+
+
+def run_job(job):
+    job.run()
+    return job

@@ -158,8 +158,10 @@ class SolveJob:
         teams: dict[str, tuple[_Subteam, TeamEstimator]],
         full: bool,
         snapshots: dict[str, TeamEstimator] | None = None,
+        updated_at: float | None = None,
     ) -> None:
         self.teams, self.full, self.snapshots = teams, full, snapshots or {}
+        self.updated_at = updated_at  # the pipeline's ``updated_at`` when the job was made
         self.results: dict[str, TeamEstimate | Exception] = {}
         self.seconds = 0.0  # wall time of ``run``
 
@@ -213,7 +215,9 @@ class TeamPipeline:
         self.latest: dict[str, GraspSample] = {}  # newest accepted sample per robot
         self.accepted: Counter = Counter()
         self.updates = 0
+        self.updated_at: float | None = None  # ``clock`` at the last set into the estimator
         self.last_estimate: TeamEstimate | None = None
+        self.estimate_updated_at: float | None = None  # ``updated_at`` of ``last_estimate``
         self._speeds = SpeedHistory(ids, self.settings.clock_offset_window)
         self._recent = {r: deque() for r in ids}  # stamps of the last RATE_WINDOW seconds
         self._transport = {r: deque(maxlen=200) for r in ids}  # received - stamp
@@ -419,6 +423,7 @@ class TeamPipeline:
     def _record_latency(self, stamp: float) -> None:
         if self.clock is not None:
             self.update_latencies.append(self.clock() - stamp)
+            self.updated_at = self.clock()
 
     def _behind(self) -> dict[str, float]:
         """Seconds each robot's newest sample is behind the team's newest (reference time),
@@ -547,7 +552,7 @@ class TeamPipeline:
         ``full``. While robots are silent: the whole team's estimate from before, with the
         grasps of the robots still publishing from their own estimator, and advice. Solves in
         place; ``start_solve``/``finish_solve`` do the same with the solve on another thread."""
-        job = SolveJob(self._solved_teams(), full)
+        job = SolveJob(self._solved_teams(), full, updated_at=self.updated_at)
         job.run()
         return self.finish_solve(job)
 
@@ -555,7 +560,8 @@ class TeamPipeline:
         """Snapshot the estimators for a solve (``SolveJob.run``) on any thread while ``push``
         and ``process`` go on; ``finish_solve`` on this pipeline's thread takes it back."""
         teams = self._solved_teams()
-        return SolveJob(teams, full, {name: e.snapshot() for name, (_, e) in teams.items()})
+        snapshots = {name: e.snapshot() for name, (_, e) in teams.items()}
+        return SolveJob(teams, full, snapshots, self.updated_at)
 
     def _solved_teams(self) -> dict[str, tuple[_Subteam, TeamEstimator]]:
         teams = {"full": self.full}
@@ -599,8 +605,16 @@ class TeamPipeline:
             )
         if self._waiting is not None:
             estimate = replace(estimate, advice=(self._clock_advice(),) + estimate.advice)
-        self.last_estimate = estimate
+        self.last_estimate, self.estimate_updated_at = estimate, job.updated_at
         return estimate
+
+    def estimate_age(self) -> float:
+        """[s] on ``clock`` from the update that brought ``last_estimate``'s newest samples
+        into the estimator until now: the solve's delay, not the robots' clocks (a bag's
+        stamps, an offset) nor the transport; 0 without ``clock``."""
+        if self.clock is None or self.estimate_updated_at is None:
+            return 0.0
+        return max(self.clock() - self.estimate_updated_at, 0.0)
 
     def _team_named(self, name: str) -> _Subteam | None:
         return self.full if name == "full" else self.partial

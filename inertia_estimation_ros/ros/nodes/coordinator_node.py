@@ -620,7 +620,7 @@ class CoordinatorNode(Node):
     def _publish(self, estimate: TeamEstimate) -> None:
         frame_of = self.settings.frame_of
         message = to_payload_estimate(estimate, frame_of)
-        message.age = max(self._now() - estimate.stamp, 0.0)
+        message.age = self.pipeline.estimate_age()
         self._estimates.publish(message)
         transforms = payload_transforms(estimate, self.frames)
         if transforms.transforms:

@@ -323,12 +323,27 @@ class TeamPipeline:
 
     def push(self, sample: GraspSample, frame_id: str, received: float | None = None) -> str:
         """Check and buffer one robot's sample; returns '' or the reason it was refused."""
+        return self.push_batch([sample], frame_id, received)[0]
+
+    def push_batch(
+        self, samples: Sequence[GraspSample], frame_id: str, received: float | None = None
+    ) -> list[str]:
+        """``push`` for the samples of one message (``GraspStateArray``: one frame id), their
+        values checked as arrays: the same reasons and counts as pushing them one by one."""
+        finite = _finite_samples(samples)
+        return [
+            self._push(s, frame_id, received, ok) for s, ok in zip(samples, finite, strict=True)
+        ]
+
+    def _push(
+        self, sample: GraspSample, frame_id: str, received: float | None, finite: bool
+    ) -> str:
         rid = sample.robot_id
         if rid not in self.robot_ids:
             return self.reject(
                 str(rid), "unknown robot", f"robot id {rid!r} is not one of {list(self.robot_ids)}"
             )
-        reason = self._check(sample, frame_id)
+        reason = self._check(sample, frame_id, finite)
         if reason:
             for team in self._teams():  # no set is interpolated across a refused sample
                 if rid in team.robot_ids:
@@ -337,15 +352,16 @@ class TeamPipeline:
         self._accept(sample, received)
         return ""
 
-    def _check(self, sample: GraspSample, frame_id: str) -> str:
-        """'' or the reason (counted) why a known robot's sample is refused."""
+    def _check(self, sample: GraspSample, frame_id: str, finite: bool = False) -> str:
+        """'' or the reason (counted) why a known robot's sample is refused; ``finite``: its
+        values are known finite (``_finite_samples``)."""
         rid = sample.robot_id
         expected = self.settings.frame_of(rid)
         if frame_id != expected:
             return self.reject(
                 rid, "wrong frame id", f"frame id {frame_id!r}, expected {expected!r}"
             )
-        problem = _sample_problem(sample)
+        problem = "" if finite else _sample_problem(sample)
         if problem:
             return self.reject(rid, "non-finite or missing values", problem)
         return self._check_stamp(rid, sample.stamp)
@@ -760,6 +776,27 @@ def estimate_values(estimate: TeamEstimate) -> dict[str, str]:
     }
     values |= {f"advice {k + 1}": text for k, text in enumerate(estimate.advice)}
     return values
+
+
+def _finite_samples(samples: Sequence[GraspSample]) -> np.ndarray:
+    """Per sample, as array operations over them all: every value that ``_sample_problem``
+    checks is finite. False where unsure (missing fields, odd shapes): ``_sample_problem``
+    then checks that sample field by field."""
+    k = len(samples)
+    try:
+        T = np.array([s.T_i0_i for s in samples], dtype=float).reshape(k, 16)
+        V = np.array([(s.V_i, s.dV_i) for s in samples], dtype=float).reshape(k, 12)
+        F = np.array([s.F_i for s in samples], dtype=float).reshape(k, 6)
+        g = np.array([_NO_GRAVITY if s.g_i is None else s.g_i for s in samples], dtype=float)
+        sensed = np.array([(s.has_torque, s.has_force) for s in samples], dtype=bool)
+        stamps = np.array([[s.stamp] for s in samples], dtype=float)
+    except (TypeError, ValueError):
+        return np.zeros(k, dtype=bool)
+    F = np.where(np.repeat(sensed, 3, axis=1), F, 0.0)  # an unsensed part may be NaN
+    return np.isfinite(np.concatenate([T, V, F, g.reshape(k, -1), stamps], axis=1)).all(axis=1)
+
+
+_NO_GRAVITY = np.zeros(3)
 
 
 def _sample_problem(sample: GraspSample) -> str:

@@ -18,8 +18,9 @@ def push_message(
     received: float | None = None,
 ) -> None:
     """Every sample of a message from ``robot_id``'s topic into the pipeline, each checked on
-    its own (refusals are counted by the pipeline, never raised): a message naming another
-    robot or malformed (arrays of the wrong length) is refused whole."""
+    its own (``TeamPipeline.push_batch``; refusals are counted by the pipeline, never
+    raised): a message naming another robot or malformed (arrays of the wrong length) is
+    refused whole."""
     batch = isinstance(msg, GraspStateArray)
     if msg.robot_id != robot_id:
         topic = "grasp_state_array" if batch else "grasp_state"
@@ -32,5 +33,4 @@ def push_message(
     except (ValueError, TypeError) as error:
         pipeline.reject(robot_id, "malformed message", str(error))
         return
-    for sample in samples:
-        pipeline.push(sample, msg.header.frame_id, received)
+    pipeline.push_batch(samples, msg.header.frame_id, received)

@@ -85,16 +85,15 @@ COMPAT_STAMP := $(COMPAT)/.stamps
 REQUIREMENT_NAMES = $(shell sed -e 's/\#.*//' -e 's/[=<>].*//' \
 	requirements/build.txt requirements/runtime.txt requirements/test.txt)
 # The core tests, the coordinator's pipeline and a node/DDS subset (not test_inertial.py: its
-# oracle, pin.PseudoInertia, needs Pinocchio 3; not yet test_coordinator_node.py and
-# test_namespaces.py: a live coordinator fed at 100 Hz falls tens of seconds behind on
-# numpy 1.26 here, an open defect of issue 17).
+# oracle, pin.PseudoInertia, needs Pinocchio 3).
 COMPAT_TESTS := test/test_spatial.py test/test_regressor.py \
 	test/test_consistency.py test/test_identification_least_squares.py \
 	test/test_identification_sdp.py test/test_cooperative_external_wrench.py \
 	test/test_cooperative_kinematics.py test/test_cooperative_dynamics.py \
 	test/test_sim_payload.py test/test_gazebo_assets.py test/test_robot_kinematics.py \
 	test/test_conversions.py test/test_messages_dds.py test/test_coordinator.py \
-	test/test_services.py test/test_parameters_runtime.py
+	test/test_services.py test/test_parameters_runtime.py \
+	test/test_coordinator_node.py test/test_namespaces.py
 
 $(COMPAT)/bin/python:
 	$(PYTHON) -m venv $(COMPAT)

@@ -1,9 +1,11 @@
-"""coordinator_node under load: N = 3, 8, 16 robots publishing GraspState at 100 and 500 Hz.
+"""coordinator_node under load: N = 3, 8, 16 robots publishing at 100, 500 and 1000 Hz.
 
 For each case the coordinator runs as its own process (as in a deployment); this process
 streams noisy exact team data (``sim.analytic``: a ring team, 6-DoF motion) over DDS for
 DURATION seconds, every sample stamped with the wall-clock time of its instant, and reads the
-coordinator's /diagnostics. Printed per case:
+coordinator's /diagnostics. Each robot sends K samples per message (``GraspStateArray``; K = 1:
+one ``GraspState`` per sample); ``--batch auto`` (default) takes K = rate / 100 (messages at
+100 Hz), ``--batch 1`` the single-sample message at every rate. Printed per case:
 
 * CPU time per sample: the coordinator process's user + system time over the run divided by
   the samples published (every robot's; callbacks, alignment, estimator updates and the solves
@@ -13,7 +15,11 @@ coordinator's /diagnostics. Printed per case:
 * dropped samples: published but never accepted by the coordinator (transport losses and a
   full queue); and sets the aligner could not form.
 
-Run: .venv/bin/python bench/bench_coordinator.py [--duration 10]
+* estimate age: the coordinator's last published estimate, from its newest sample to its
+  publication (a solve runs beside the updates; PayloadEstimate.age).
+
+Run: .venv/bin/python bench/bench_coordinator.py [--duration 10] [--batch auto|K]
+[--cases 100:3,1000:16]
 """
 
 from __future__ import annotations
@@ -34,18 +40,23 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.context import Context
 from rclpy.node import Node
 
-from inertia_estimation_ros.msg import GraspState
-from inertia_estimation_ros.ros.conversions import to_grasp_state, to_time
-from inertia_estimation_ros.ros.interface import RELIABLE_QOS, SENSOR_QOS
+from inertia_estimation_ros.msg import GraspState, GraspStateArray, PayloadEstimate
+from inertia_estimation_ros.ros.conversions import (
+    to_grasp_state,
+    to_grasp_state_array,
+    to_time,
+)
+from inertia_estimation_ros.ros.interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS
 from inertia_estimation_ros.ros.runtime import NodeGroup
 from inertia_estimation_ros.sim import analytic as an
 
 ROOT = Path(__file__).resolve().parents[1]
-CASES = [(100.0, 3), (100.0, 8), (100.0, 16), (500.0, 3), (500.0, 8), (500.0, 16)]
+CASES = [(rate, n) for rate in (100.0, 500.0, 1000.0) for n in (3, 8, 16)]
 
 
-def team_messages(n: int, rate: float, duration: float) -> tuple[tuple, list]:
-    """(robot ids, per instant the list of (robot, GraspState)) of a ring team's motion."""
+def team_messages(n: int, rate: float, duration: float, batch: int) -> tuple[tuple, list]:
+    """(robot ids, per message instant the list of (robot, message, stamps)) of a ring team's
+    motion: GraspState (batch 1) or GraspStateArray of ``batch`` samples."""
     rng = np.random.default_rng(n)
     team, T_s_p = an.ring_team(n, rng) if n != 3 else (an.paper_team(), None)
     payload = an.paper_payload()
@@ -53,11 +64,40 @@ def team_messages(n: int, rate: float, duration: float) -> tuple[tuple, list]:
     t = np.arange(0.0, duration, 1.0 / rate)
     sim = an.simulate(team, payload, motion, t, noise=an.instrumented_noise(), rng=rng)
     ids = team.robot_ids
-    instants = [
-        [(r, to_grasp_state(sim.measured[r].sample(k), f"{r}/grasp", f"{r}/home")) for r in ids]
-        for k in range(len(t))
-    ]
+    if batch == 1:
+        return ids, [
+            [(r, to_grasp_state(sim.measured[r].sample(k), f"{r}/grasp", f"{r}/home")) for r in ids]
+            for k in range(len(t))
+        ]
+    instants = []
+    for start in range(0, len(t) - batch + 1, batch):
+        instants.append(
+            [
+                (
+                    r,
+                    to_grasp_state_array(
+                        [sim.measured[r].sample(k) for k in range(start, start + batch)],
+                        f"{r}/grasp",
+                        f"{r}/home",
+                    ),
+                )
+                for r in ids
+            ]
+        )
     return ids, instants
+
+
+def restamp(msg: GraspState | GraspStateArray, stamp: float, rate: float) -> int:
+    """Stamp a message's samples from ``stamp`` (its newest sample) back; its sample count."""
+    if isinstance(msg, GraspState):
+        msg.header.stamp = to_time(stamp)
+        return 1
+    k = len(msg.sec)
+    times = [to_time(stamp - (k - 1 - j) / rate) for j in range(k)]
+    msg.header.stamp = times[0]
+    msg.sec = [x.sec for x in times]
+    msg.nanosec = [x.nanosec for x in times]
+    return k
 
 
 class Diagnostics(Node):
@@ -65,7 +105,15 @@ class Diagnostics(Node):
         super().__init__("bench_listener", **kwargs)
         self.values: dict[str, dict[str, str]] = {}
         self.reported = 0.0  # monotonic time of the last report
+        self.ages: list[float] = []
         self.create_subscription(DiagnosticArray, "/diagnostics", self._on, RELIABLE_QOS)
+        self.create_subscription(
+            PayloadEstimate, "/payload_estimate", self._on_estimate, LATCHED_QOS
+        )
+
+    def _on_estimate(self, msg: PayloadEstimate) -> None:
+        if msg.header.stamp.sec > 0:  # not the empty estimate before any sample
+            self.ages.append(msg.age)
 
     def _on(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
@@ -111,32 +159,35 @@ def wait(condition, timeout: float) -> bool:
     return condition()
 
 
-def run_case(context: Context, folder: Path, rate: float, n: int, duration: float) -> dict:
-    ids, instants = team_messages(n, rate, duration)
+def run_case(
+    context: Context, folder: Path, rate: float, n: int, duration: float, batch: int
+) -> dict:
+    ids, instants = team_messages(n, rate, duration, batch)
     listener = Diagnostics(context=context)
     team = Node("bench_team", context=context)
-    publishers = {
-        r: team.create_publisher(GraspState, f"/{r}/grasp_state", SENSOR_QOS) for r in ids
-    }
+    kind, topic = (
+        (GraspState, "grasp_state") if batch == 1 else (GraspStateArray, "grasp_state_array")
+    )
+    publishers = {r: team.create_publisher(kind, f"/{r}/{topic}", SENSOR_QOS) for r in ids}
     group = NodeGroup([listener], context).start()
     process = start_coordinator(folder, ids, rate)
     try:
         assert wait(lambda: "estimate" in listener.values, 60), "the coordinator did not start"
         assert wait(lambda: all(p.get_subscription_count() for p in publishers.values()), 30)
-        cpu_before = cpu_seconds(process.pid)
-        start = time.time()
+        cpu_before, wall_before = cpu_seconds(process.pid), time.monotonic()
+        start, published = time.time(), 0
         for k, instant in enumerate(instants):
-            stamp = start + k / rate
+            stamp = start + ((k + 1) * batch - 1) / rate  # its newest sample's instant
             delay = stamp - time.time()
             if delay > 0:
                 time.sleep(delay)
             for rid, msg in instant:
-                msg.header.stamp = to_time(stamp)
+                published += restamp(msg, stamp, rate)
                 publishers[rid].publish(msg)
-        published = len(instants) * n
         sent = time.monotonic()
         assert wait(lambda: listener.caught_up(ids, published, sent), 300), "no catching up"
         cpu = cpu_seconds(process.pid) - cpu_before
+        wall = time.monotonic() - wall_before
         estimate = listener.values.get("estimate", {})
         dropped_sets = sum(int(v) for k, v in estimate.items() if k.startswith("sets dropped"))
         return {
@@ -146,6 +197,8 @@ def run_case(context: Context, folder: Path, rate: float, n: int, duration: floa
             "dropped": published - listener.accepted(ids),
             "published": published,
             "dropped_sets": dropped_sets,
+            "age_ms": 1e3 * float(np.median(listener.ages or [np.nan])),
+            "cpu_share": cpu / wall,
         }
     finally:
         process.send_signal(signal.SIGTERM)
@@ -162,23 +215,33 @@ def run_case(context: Context, folder: Path, rate: float, n: int, duration: floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per case")
+    parser.add_argument(
+        "--batch", default="auto", help="samples per message, or auto: rate / 100 (default)"
+    )
+    parser.add_argument("--cases", default="", help="rate:N,... (default: all nine)")
     args = parser.parse_args()
+    cases = CASES
+    if args.cases:
+        cases = [(float(c.split(":")[0]), int(c.split(":")[1])) for c in args.cases.split(",")]
     context = Context()
     rclpy.init(context=context)
     print(f"coordinator_node, {args.duration:g} s per case, stamps = wall-clock time of publishing")
     header = (
-        f"{'rate [Hz]':>9} {'N':>3} {'CPU/sample [us]':>16} {'latency p50 [ms]':>17} "
-        f"{'p99 [ms]':>9} {'dropped samples':>16} {'of':>7} {'sets not formed':>16}"
+        f"{'rate [Hz]':>9} {'N':>3} {'K':>3} {'CPU/sample [us]':>16} {'CPU [cores]':>11} "
+        f"{'latency p50 [ms]':>17} {'p99 [ms]':>9} {'dropped samples':>16} {'of':>7} "
+        f"{'sets not formed':>16} {'estimate age [ms]':>18}"
     )
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory() as folder:
-        for rate, n in CASES:
-            r = run_case(context, Path(folder), rate, n, args.duration)
+        for rate, n in cases:
+            batch = max(1, round(rate / 100)) if args.batch == "auto" else int(args.batch)
+            r = run_case(context, Path(folder), rate, n, args.duration, batch)
             print(
-                f"{rate:9.0f} {n:3d} {r['cpu_per_sample_us']:16.0f} {r['p50_ms']:17.1f} "
-                f"{r['p99_ms']:9.1f} {r['dropped']:16d} {r['published']:7d} "
-                f"{r['dropped_sets']:16d}",
+                f"{rate:9.0f} {n:3d} {batch:3d} {r['cpu_per_sample_us']:16.0f} "
+                f"{r['cpu_share']:11.2f} {r['p50_ms']:17.1f} {r['p99_ms']:9.1f} "
+                f"{r['dropped']:16d} {r['published']:7d} {r['dropped_sets']:16d} "
+                f"{r['age_ms']:18.0f}",
                 flush=True,
             )
     rclpy.shutdown(context=context)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,7 +16,7 @@ from inertia_estimation_ros.core.cooperative import (
     TeamEstimator,
     estimate_clock_offset,
 )
-from inertia_estimation_ros.core.cooperative.clock import interpolate_pose
+from inertia_estimation_ros.core.cooperative.clock import interpolate_pose, interpolate_sample
 from inertia_estimation_ros.sim import analytic as an
 
 OFFSETS = {"robot_1": 0.0, "robot_2": 0.1371, "robot_3": -0.0526}
@@ -79,6 +81,24 @@ def test_pose_interpolation_is_the_geodesic(xi, u):
     # constant body velocity along the geodesic: the remaining part is (1 - u) of the whole
     rest = sp.log6(sp.inverse(T_u) @ T_b)
     np.testing.assert_allclose(rest, (1 - u) * sp.log6(sp.inverse(T_a) @ T_b), atol=1e-8)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(-3.1, 3.1), min_size=6, max_size=6), st.integers(0, 10_000))
+def test_an_exact_bracket_gives_the_interpolations_numbers(xi, seed):
+    """interpolate_sample(a, a) (the aligner's exact bracket, its fast path) is the sample
+    that interpolating between two copies of it gives, bit for bit."""
+    _, _, sim = recorded(np.arange(0.0, 0.02, 0.01), seed, offsets=dict.fromkeys(OFFSETS, 0))
+    a = dataclasses.replace(sim.measured["robot_2"].sample(1), T_i0_i=sp.exp6(xi))
+    fast, full = (
+        interpolate_sample(a, a, a.stamp, 7.0),
+        interpolate_sample(a, dataclasses.replace(a), a.stamp, 7.0),
+    )
+    for field in dataclasses.fields(a):
+        x, y = getattr(fast, field.name), getattr(full, field.name)
+        assert np.array_equal(x, y, equal_nan=True) if isinstance(x, np.ndarray) else x == y, (
+            field.name
+        )
 
 
 def jittered_stream(rng, rate, duration, offset, dropout=None):

@@ -30,9 +30,10 @@ from inertia_estimation_ros.core.grasp_signals import GraspSignals, GraspSignalS
 from inertia_estimation_ros.core.robot_kinematics import RobotModelError
 from inertia_estimation_ros.core.signals import butterworth_lowpass, causal_lowpass
 from inertia_estimation_ros.core.spatial import transform, wrench_to
-from inertia_estimation_ros.msg import GraspState
+from inertia_estimation_ros.msg import GraspState, GraspStateArray
 from inertia_estimation_ros.ros.conversions import (
     grasp_sample,
+    grasp_samples,
     seconds,
     to_pose,
     to_time,
@@ -795,5 +796,38 @@ def test_robot_node_staleness_follows_the_ros_clock(ros_context, gimbals):
         )
         assert error.message.startswith("no joint_states for ")
         assert STALE < float(error.message.split()[3]) <= 3.0 + 1e-6
+    finally:
+        h.close()
+
+
+@pytest.mark.timeout(120)
+def test_batched_output_carries_the_same_samples_k_at_a_time(ros_context, gimbals):
+    """With batch_size K the node publishes GraspStateArray messages of K samples (the last,
+    incomplete one once it has waited BATCH_WAIT), which convert back to exactly the samples
+    the core computes, and no GraspState."""
+    rid, k_batch, count = "robot_2", 4, 31
+    record = gimbals.robots[rid]
+    h = Harness(ros_context, rid, has_torque=False, cutoff_hz=0.0, rate_hz=0.0, batch_size=k_batch)
+    batches = []
+    h.tester.create_subscription(GraspStateArray, "grasp_state_array", batches.append, SENSOR_QOS)
+    try:
+        assert h.connected("joint_states", "ft_sensor", "robot_description")
+        h.pub["robot_description"].publish(String(data=record.urdf))
+        assert h.spin_until(lambda: h.node.signals.kinematics is not None)
+        for k in range(count):
+            h.send("joint_states", joint_state(record, k))
+            h.send("ft_sensor", ft_reading(record, k))
+        n = count - 2  # 29: central differences: the last two wait for their successors
+        assert h.spin_until(lambda: sum(len(b.sec) for b in batches) == n)
+        assert [len(b.sec) for b in batches] == [k_batch] * (n // k_batch) + [n % k_batch]
+        assert not h.out["grasp_state"]
+        got = [s for b in batches for s in grasp_samples(b)]
+        expected = feed(GraspSignals(settings(gimbals, rid), record.urdf), record)[:n]
+        assert [s.stamp for s in got] == pytest.approx([s.stamp for s in expected], abs=1e-9)
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_allclose(a.T_i0_i, b.T_i0_i, atol=1e-12)
+            np.testing.assert_allclose(a.V_i, b.V_i, atol=1e-12)
+            np.testing.assert_allclose(a.F_i[3:], b.F_i[3:], atol=1e-12)
+            assert not a.has_torque and a.has_force
     finally:
         h.close()

@@ -1,8 +1,8 @@
-"""coordinator_node's services never hold its executor: while the worker is busy (a long
-solve), a pending ~/estimate_now leaves the node's other services served, and the answer comes
-once the command has run; a command still queued at shutdown never runs and its handler is
-answered as failed. The node spins on the single-threaded executor it runs on in production,
-over DDS."""
+"""coordinator_node's services never hold its executor: while a long solve runs, a pending
+~/estimate_now leaves the node's other services served, and the answer comes once the command
+and its solve have run; a command queued behind it and still queued at shutdown never runs and
+its handler is answered as failed. The node spins on the single-threaded executor it runs on
+in production, over DDS."""
 
 from __future__ import annotations
 
@@ -32,15 +32,22 @@ def gated_coordinator(context: Context) -> tuple[CoordinatorNode, threading.Even
             Parameter("estimate_period", value=60.0),
         ],
     )
-    armed, gate, solve = threading.Event(), threading.Event(), node.pipeline.estimate
+    armed, gate, start_solve = threading.Event(), threading.Event(), node.pipeline.start_solve
 
-    def slow_estimate(full: bool = False):
+    def slow_start(full: bool = False):
+        job = start_solve(full)
         if armed.is_set() and full:  # ~/estimate_now's solve
-            armed.clear()  # tells the test the worker is in it
-            gate.wait(60.0)
-        return solve(full)
+            run = job.run
 
-    node.pipeline.estimate = slow_estimate
+            def slow_run() -> None:
+                armed.clear()  # tells the test the solver is in it
+                gate.wait(60.0)
+                run()
+
+            job.run = slow_run
+        return job
+
+    node.pipeline.start_solve = slow_start
     return node, armed, gate
 
 

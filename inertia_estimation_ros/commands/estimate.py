@@ -1,6 +1,7 @@
 """``inertia_estimation estimate``: the coordinator's pipeline on a bag, faster than real time.
 
-``estimate_bag`` feeds every robot's recorded ``/<robot>/grasp_state`` in log-time order
+``estimate_bag`` feeds every robot's recorded ``/<robot>/grasp_state`` (and batched
+``/<robot>/grasp_state_array``) in log-time order
 through ``core.team_pipeline.TeamPipeline`` (the code the coordinator node runs live), solves
 every ``period`` seconds of bag time (the history that the report plots), and ends with a
 solve from scratch, as the coordinator's ``~/estimate_now`` does.
@@ -13,6 +14,7 @@ import json
 import math
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +24,12 @@ from .lazy import lazy_module
 
 np = lazy_module("numpy")  # loads on first use: arguments are checked first
 
-GRASP_TOPIC = re.compile(r"^/([^/]+)/grasp_state$")  # a robot's, not /ground_truth/<id>/...
-GRASP_TYPE = "inertia_estimation_ros/msg/GraspState"
+# A robot's samples, one per message or batched (not /ground_truth/<id>/...), and their types.
+GRASP_TOPIC = re.compile(r"^/([^/]+)/(grasp_state|grasp_state_array)$")
+GRASP_TYPES = {
+    "grasp_state": "inertia_estimation_ros/msg/GraspState",
+    "grasp_state_array": "inertia_estimation_ros/msg/GraspStateArray",
+}
 TRUTH_TOPIC = "/ground_truth/payload"
 LIVE_TOPIC = "/payload_estimate"
 UPDATE_PERIOD = 0.01  # [s] of bag time between alignments and estimator updates
@@ -46,13 +52,46 @@ class BagRun:
     truth: Any = None  # PayloadEstimate or None
     live: list = field(default_factory=list)  # recorded PayloadEstimate messages
     source: str = "offline"
+    bag_seconds: float = 0.0  # the bag's duration (``run_on_bag``)
+    wall_seconds: float = 0.0  # the wall time ``run_on_bag`` took over it
+
+    def speed(self) -> str:
+        """'<bag> s of bag in <wall> s: <ratio>x real time' ('' when not timed)."""
+        if self.wall_seconds <= 0:
+            return ""
+        ratio = self.bag_seconds / self.wall_seconds
+        return (
+            f"speed: {self.bag_seconds:.1f} s of bag in {self.wall_seconds:.2f} s: "
+            f"{ratio:.0f}x real time"
+        )
 
 
 def bag_robots(path: Path) -> list[str]:
-    """Robot ids with a ``/<id>/grasp_state`` topic in the bag, sorted."""
+    """Robot ids with a ``/<id>/grasp_state`` or ``/<id>/grasp_state_array`` topic in the
+    bag, sorted."""
     from ..bags import bag_topics
 
-    return sorted(m.group(1) for t in bag_topics(path) if (m := GRASP_TOPIC.match(t)))
+    return sorted({m.group(1) for t in bag_topics(path) if (m := GRASP_TOPIC.match(t))})
+
+
+def grasp_topics(topics: dict[str, str], robots: list[str]) -> list[str]:
+    """Every robot's grasp topics in the bag (either kind or both); ValueError names a robot
+    without any and a topic with another message type."""
+    wanted = [f"/{r}/{kind}" for r in robots for kind in GRASP_TYPES if f"/{r}/{kind}" in topics]
+    missing = [r for r in robots if not any(t.startswith(f"/{r}/") for t in wanted)]
+    if missing:
+        raise ValueError(
+            f"robots {missing} have no grasp_state nor grasp_state_array: record every "
+            "robot's grasp_state"
+        )
+    foreign = {t: topics[t] for t in wanted if topics[t] != GRASP_TYPES[t.rsplit("/", 1)[1]]}
+    if foreign:
+        raise ValueError(
+            f"{', '.join(f'{t} carries {m}' for t, m in foreign.items())}, not "
+            f"{' or '.join(GRASP_TYPES.values())}: record the robot nodes' grasp_state (or "
+            "replay raw driver topics through `bringup replay.yaml` first)"
+        )
+    return wanted
 
 
 def coordinator_parameters(config: str | Path) -> dict[str, object]:
@@ -77,7 +116,8 @@ def estimate_bag(
     gets the bag time done."""
     from ..bags import bag_topics, read_bag
     from ..core.team_pipeline import PipelineSettings, TeamPipeline
-    from ..ros.conversions import grasp_sample, to_payload_estimate
+    from ..ros.conversions import to_payload_estimate
+    from ..ros.ingest import push_message
 
     parameters = dict(parameters or {})
     topics = bag_topics(path)
@@ -92,27 +132,12 @@ def estimate_bag(
     pipeline = TeamPipeline(robots, reference, settings)
     history, next_solve, next_update, first = [], None, 0.0, None
     schedule = sorted(solve_at or [])
-    wanted = [f"/{r}/grasp_state" for r in robots]
-    missing = [t for t in wanted if t not in topics]
-    if missing:
-        raise ValueError(f"{path} has no {missing}: record every robot's grasp_state")
-    foreign = {t: topics[t] for t in wanted if topics[t] != GRASP_TYPE}
-    if foreign:
-        raise ValueError(
-            f"{path}: {', '.join(f'{t} carries {m}' for t, m in foreign.items())}, not "
-            f"{GRASP_TYPE}: record the robot nodes' grasp_state (or replay raw driver topics "
-            "through `bringup replay.yaml` first)"
-        )
+    try:
+        wanted = grasp_topics(topics, robots)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
     for message in read_bag(path, wanted, deserialize="rclpy"):
-        msg = message.message
-        rid = message.topic.split("/")[1]
-        if msg.robot_id != rid:
-            pipeline.reject(rid, "unknown robot id", f"robot id {msg.robot_id!r}")
-        else:
-            try:
-                pipeline.push(grasp_sample(msg), msg.header.frame_id)
-            except (ValueError, TypeError) as error:
-                pipeline.reject(rid, "malformed message", str(error))
+        push_message(pipeline, message.topic.split("/")[1], message.message)
         t = message.timestamp * 1e-9
         first = t if first is None else first
         next_solve = t + period if next_solve is None else next_solve
@@ -154,7 +179,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "estimate",
         help="run the coordinator's pipeline on a bag, faster than real time",
         description=(
-            "Feed every robot's /<robot>/grasp_state of a bag through the coordinator's "
+            "Feed every robot's /<robot>/grasp_state (or batched /<robot>/grasp_state_array) "
+            "of a bag through the coordinator's "
             "pipeline (the same code as coordinator_node: checks, clock offsets, alignment, "
             "the team estimator), as fast as it goes, and print the final estimate +- 1 sigma, "
             "against the ground truth when the bag has /ground_truth/payload (simulator "
@@ -188,7 +214,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def add_bag_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments shared with ``report``: the bag and the pipeline's parameters."""
-    parser.add_argument("bag", type=Path, help="rosbag2 folder with /<robot>/grasp_state")
+    parser.add_argument(
+        "bag", type=Path, help="rosbag2 folder with /<robot>/grasp_state (or grasp_state_array)"
+    )
     parser.add_argument(
         "--config", help="graph config whose /coordinator_node parameters to use (config/*.yaml)"
     )
@@ -264,7 +292,10 @@ def run_on_bag(args: argparse.Namespace) -> BagRun:
         def advance(seconds: float) -> None:
             bar.update(round(seconds, 1) - bar.n)
 
+        started = time.perf_counter()
         result = estimate_bag(args.bag, parameters, period, advance)
+        result.wall_seconds = time.perf_counter() - started
+        result.bag_seconds = duration
         bar.update(bar.total - bar.n)
     return result
 
@@ -291,6 +322,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(comparison_table(result.final, result.truth))
             print(input_summary(result.pipeline))
+            print(result.speed())
         if args.report:
             path = write_report(args.report, result, args.bag)
             print(f"report: {path}", file=sys.stderr if args.json else sys.stdout)

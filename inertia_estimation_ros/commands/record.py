@@ -14,10 +14,12 @@ from pathlib import Path
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # Ctrl-C; ros2 launch and docker stop
 
-# Each robot's grasp_state, the raw driver topics, robot descriptions, the coordinator's
-# estimate, /clock and the simulator's ground truth.
+# Each robot's grasp_state (one sample per message, or batched: grasp_state_array), the raw
+# driver topics, robot descriptions, the coordinator's estimate, /clock and the simulator's
+# ground truth.
 DEFAULT_TOPICS = (
     "/*/grasp_state",
+    "/*/grasp_state_array",
     "/*/joint_states",
     "/*/ft_sensor",
     "/*/imu",

@@ -32,6 +32,7 @@ base (the node's ROS clock); it is only used for latency figures.
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -147,6 +148,34 @@ class _Subteam:
         self.estimator = TeamEstimator(self.robot_ids, reference_id, settings.estimator)
 
 
+class SolveJob:
+    """One solve of a pipeline's estimators (``TeamPipeline.start_solve``): ``run`` it on any
+    thread, then hand it to ``TeamPipeline.finish_solve``. ``results`` maps each team
+    ("full", "partial") to its TeamEstimate, or the error its solve raised."""
+
+    def __init__(
+        self,
+        teams: dict[str, tuple[_Subteam, TeamEstimator]],
+        full: bool,
+        snapshots: dict[str, TeamEstimator] | None = None,
+        updated_at: float | None = None,
+    ) -> None:
+        self.teams, self.full, self.snapshots = teams, full, snapshots or {}
+        self.updated_at = updated_at  # the pipeline's ``updated_at`` when the job was made
+        self.results: dict[str, TeamEstimate | Exception] = {}
+        self.seconds = 0.0  # wall time of ``run``
+
+    def run(self) -> None:
+        started = time.perf_counter()
+        for name, (_, live) in self.teams.items():
+            estimator = self.snapshots.get(name, live)
+            try:
+                self.results[name] = estimator.estimate_now() if self.full else estimator.estimate()
+            except (np.linalg.LinAlgError, ValueError) as error:
+                self.results[name] = error
+        self.seconds = time.perf_counter() - started
+
+
 class TeamPipeline:
     """Checks, clock offsets, alignment, estimation and liveness of one team (module docstring)."""
 
@@ -186,7 +215,9 @@ class TeamPipeline:
         self.latest: dict[str, GraspSample] = {}  # newest accepted sample per robot
         self.accepted: Counter = Counter()
         self.updates = 0
+        self.updated_at: float | None = None  # ``clock`` at the last set into the estimator
         self.last_estimate: TeamEstimate | None = None
+        self.estimate_updated_at: float | None = None  # ``updated_at`` of ``last_estimate``
         self._speeds = SpeedHistory(ids, self.settings.clock_offset_window)
         self._recent = {r: deque() for r in ids}  # stamps of the last RATE_WINDOW seconds
         self._transport = {r: deque(maxlen=200) for r in ids}  # received - stamp
@@ -292,12 +323,27 @@ class TeamPipeline:
 
     def push(self, sample: GraspSample, frame_id: str, received: float | None = None) -> str:
         """Check and buffer one robot's sample; returns '' or the reason it was refused."""
+        return self.push_batch([sample], frame_id, received)[0]
+
+    def push_batch(
+        self, samples: Sequence[GraspSample], frame_id: str, received: float | None = None
+    ) -> list[str]:
+        """``push`` for the samples of one message (``GraspStateArray``: one frame id), their
+        values checked as arrays: the same reasons and counts as pushing them one by one."""
+        finite = _finite_samples(samples)
+        return [
+            self._push(s, frame_id, received, ok) for s, ok in zip(samples, finite, strict=True)
+        ]
+
+    def _push(
+        self, sample: GraspSample, frame_id: str, received: float | None, finite: bool
+    ) -> str:
         rid = sample.robot_id
         if rid not in self.robot_ids:
             return self.reject(
                 str(rid), "unknown robot", f"robot id {rid!r} is not one of {list(self.robot_ids)}"
             )
-        reason = self._check(sample, frame_id)
+        reason = self._check(sample, frame_id, finite)
         if reason:
             for team in self._teams():  # no set is interpolated across a refused sample
                 if rid in team.robot_ids:
@@ -306,15 +352,16 @@ class TeamPipeline:
         self._accept(sample, received)
         return ""
 
-    def _check(self, sample: GraspSample, frame_id: str) -> str:
-        """'' or the reason (counted) why a known robot's sample is refused."""
+    def _check(self, sample: GraspSample, frame_id: str, finite: bool = False) -> str:
+        """'' or the reason (counted) why a known robot's sample is refused; ``finite``: its
+        values are known finite (``_finite_samples``)."""
         rid = sample.robot_id
         expected = self.settings.frame_of(rid)
         if frame_id != expected:
             return self.reject(
                 rid, "wrong frame id", f"frame id {frame_id!r}, expected {expected!r}"
             )
-        problem = _sample_problem(sample)
+        problem = "" if finite else _sample_problem(sample)
         if problem:
             return self.reject(rid, "non-finite or missing values", problem)
         return self._check_stamp(rid, sample.stamp)
@@ -392,6 +439,7 @@ class TeamPipeline:
     def _record_latency(self, stamp: float) -> None:
         if self.clock is not None:
             self.update_latencies.append(self.clock() - stamp)
+            self.updated_at = self.clock()
 
     def _behind(self) -> dict[str, float]:
         """Seconds each robot's newest sample is behind the team's newest (reference time),
@@ -518,17 +566,46 @@ class TeamPipeline:
     def estimate(self, full: bool = False) -> TeamEstimate:
         """The team's estimate: warm-started (cached without new data), or from scratch with
         ``full``. While robots are silent: the whole team's estimate from before, with the
-        grasps of the robots still publishing from their own estimator, and advice."""
-        team = self.full.estimator
-        try:
-            estimate = team.estimate_now() if full else team.estimate()
-        except (np.linalg.LinAlgError, ValueError) as error:  # keep the last one, say why
+        grasps of the robots still publishing from their own estimator, and advice. Solves in
+        place; ``start_solve``/``finish_solve`` do the same with the solve on another thread."""
+        job = SolveJob(self._solved_teams(), full, updated_at=self.updated_at)
+        job.run()
+        return self.finish_solve(job)
+
+    def start_solve(self, full: bool = False) -> SolveJob:
+        """Snapshot the estimators for a solve (``SolveJob.run``) on any thread while ``push``
+        and ``process`` go on; ``finish_solve`` on this pipeline's thread takes it back."""
+        teams = self._solved_teams()
+        snapshots = {name: e.snapshot() for name, (_, e) in teams.items()}
+        return SolveJob(teams, full, snapshots, self.updated_at)
+
+    def _solved_teams(self) -> dict[str, tuple[_Subteam, TeamEstimator]]:
+        teams = {"full": self.full}
+        if self.silent and self.partial is not None:
+            teams["partial"] = self.partial
+        return {name: (team, team.estimator) for name, team in teams.items()}
+
+    def finish_solve(self, job: SolveJob) -> TeamEstimate | None:
+        """The estimate of a finished job (as ``estimate``), its solve adopted by the live
+        estimators; None if the pipeline restarted meanwhile (the job's data are gone)."""
+        if job.teams["full"][0] is not self.full:
+            return None
+        for name, (team, estimator) in job.teams.items():
+            result = job.results.get(name)
+            if job.snapshots and (team is not self._team_named(name)):
+                continue
+            if job.snapshots and isinstance(result, TeamEstimate):
+                estimator.adopt(job.snapshots[name])
+            elif job.snapshots:
+                estimator.mark_unsolved()
+        estimate = job.results.get("full")
+        if not isinstance(estimate, TeamEstimate):  # keep the last one, say why
             if self.last_estimate is None:
-                raise
-            self.events.append(f"the solve failed ({error}); the last estimate stays")
+                raise estimate
+            self.events.append(f"the solve failed ({estimate}); the last estimate stays")
             return self.last_estimate
         if self.silent:
-            estimate = self._degraded(estimate, full)
+            estimate = self._degraded(estimate, job.results.get("partial"))
         problems = self._clock_advice_ahead() + self._refusal_advice()
         if problems:
             estimate = replace(estimate, advice=problems + estimate.advice)
@@ -544,8 +621,19 @@ class TeamPipeline:
             )
         if self._waiting is not None:
             estimate = replace(estimate, advice=(self._clock_advice(),) + estimate.advice)
-        self.last_estimate = estimate
+        self.last_estimate, self.estimate_updated_at = estimate, job.updated_at
         return estimate
+
+    def estimate_age(self) -> float:
+        """[s] on ``clock`` from the update that brought ``last_estimate``'s newest samples
+        into the estimator until now: the solve's delay, not the robots' clocks (a bag's
+        stamps, an offset) nor the transport; 0 without ``clock``."""
+        if self.clock is None or self.estimate_updated_at is None:
+            return 0.0
+        return max(self.clock() - self.estimate_updated_at, 0.0)
+
+    def _team_named(self, name: str) -> _Subteam | None:
+        return self.full if name == "full" else self.partial
 
     def _clock_advice(self) -> str:
         span = max(self.last_stamp.values()) - self._first_stamp if self.last_stamp else 0.0
@@ -555,15 +643,15 @@ class TeamPipeline:
             "wait for them): rotate the payload back and forth"
         )
 
-    def _degraded(self, estimate: TeamEstimate, full: bool) -> TeamEstimate:
+    def _degraded(
+        self, estimate: TeamEstimate, part: TeamEstimate | Exception | None
+    ) -> TeamEstimate:
         advice = [
             f"{rid} is silent (no sample for {behind:.1f} s): {self._silence_consequence(rid)}"
             for rid, behind in sorted(self.silent.items())
         ]
-        if self.partial is None:
+        if self.partial is None or not isinstance(part, TeamEstimate):
             return replace(estimate, advice=tuple(advice) + estimate.advice)
-        sub = self.partial.estimator
-        part = sub.estimate_now() if full else sub.estimate()
         grasps = estimate.grasps
         if part.grasps_valid:
             latest = {g.robot_id: g for g in part.grasps}
@@ -688,6 +776,27 @@ def estimate_values(estimate: TeamEstimate) -> dict[str, str]:
     }
     values |= {f"advice {k + 1}": text for k, text in enumerate(estimate.advice)}
     return values
+
+
+def _finite_samples(samples: Sequence[GraspSample]) -> np.ndarray:
+    """Per sample, as array operations over them all: every value that ``_sample_problem``
+    checks is finite. False where unsure (missing fields, odd shapes): ``_sample_problem``
+    then checks that sample field by field."""
+    k = len(samples)
+    try:
+        T = np.array([s.T_i0_i for s in samples], dtype=float).reshape(k, 16)
+        V = np.array([(s.V_i, s.dV_i) for s in samples], dtype=float).reshape(k, 12)
+        F = np.array([s.F_i for s in samples], dtype=float).reshape(k, 6)
+        g = np.array([_NO_GRAVITY if s.g_i is None else s.g_i for s in samples], dtype=float)
+        sensed = np.array([(s.has_torque, s.has_force) for s in samples], dtype=bool)
+        stamps = np.array([[s.stamp] for s in samples], dtype=float)
+    except (TypeError, ValueError):
+        return np.zeros(k, dtype=bool)
+    F = np.where(np.repeat(sensed, 3, axis=1), F, 0.0)  # an unsensed part may be NaN
+    return np.isfinite(np.concatenate([T, V, F, g.reshape(k, -1), stamps], axis=1)).all(axis=1)
+
+
+_NO_GRAVITY = np.zeros(3)
 
 
 def _sample_problem(sample: GraspSample) -> str:

@@ -29,7 +29,7 @@ from ..core.cooperative.estimate import TeamEstimate
 from ..core.inertial import InertialParameters
 from ..core.samples import GraspSample
 from ..core.spatial import transform
-from ..msg import ExternalWrench, GraspFrame, GraspState, PayloadEstimate
+from ..msg import ExternalWrench, GraspFrame, GraspState, GraspStateArray, PayloadEstimate
 
 # Permutation between linear-first (ROS) and angular-first (core) 6-vectors; its own inverse.
 _SWAP = np.array([3, 4, 5, 0, 1, 2])
@@ -213,6 +213,111 @@ def to_grasp_state(sample: GraspSample, frame_id: str, home_frame_id: str) -> Gr
     msg.twist_derivative_covariance = _optional_covariance(sample.dV_cov)
     msg.wrench_covariance = _optional_covariance(sample.F_cov)
     return msg
+
+
+def rotations(q: np.ndarray) -> np.ndarray:
+    """(K, 3, 3) rotations of (K, 4) quaternions (x, y, z, w), as ``rotation`` one by one (the
+    same operations, so the same bits); a zero quaternion gives NaN (refused downstream)."""
+    x, y, z, w = np.asarray(q, dtype=float).T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        norm = np.sqrt(x**2 + y**2 + z**2 + w**2)
+        x, y, z, w = x / norm, y / norm, z / norm, w / norm
+    R = np.empty((len(x), 3, 3))
+    R[:, 0] = np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], 1)
+    R[:, 1] = np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], 1)
+    R[:, 2] = np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], 1)
+    return R
+
+
+def _swap_halves(x: np.ndarray) -> np.ndarray:
+    """(K, 6) linear-first rows as the core's angular-first ones (and back)."""
+    return np.concatenate([x[:, 3:], x[:, :3]], axis=1)
+
+
+def grasp_samples(msg: GraspStateArray) -> list[GraspSample]:
+    """GraspStateArray -> its K GraspSamples, as ``grasp_sample`` gives for the same samples
+    sent one by one (bit for bit). ValueError names an array of the wrong length."""
+    k = len(msg.sec)
+    lengths = {
+        "nanosec": (msg.nanosec, 1),
+        "position": (msg.position, 3),
+        "orientation": (msg.orientation, 4),
+        "twist": (msg.twist, 6),
+        "twist_derivative": (msg.twist_derivative, 6),
+        "wrench": (msg.wrench, 6),
+        "gravity": (msg.gravity, 3 if msg.has_gravity else 0),
+    }
+    for name, (values, width) in lengths.items():
+        if len(values) != width * k:
+            raise ValueError(
+                f"GraspStateArray.{name} has {len(values)} values, expected {width} per sample "
+                f"x {k} samples (len(sec))"
+            )
+    stamps = np.asarray(msg.sec, dtype=np.int64) + 1e-9 * np.asarray(msg.nanosec, dtype=np.int64)
+    T = np.zeros((k, 4, 4))
+    T[:, :3, :3] = rotations(np.reshape(msg.orientation, (k, 4)))
+    T[:, :3, 3] = np.reshape(msg.position, (k, 3))
+    T[:, 3, 3] = 1.0
+    V = _swap_halves(np.reshape(msg.twist, (k, 6)))
+    dV = _swap_halves(np.reshape(msg.twist_derivative, (k, 6)))
+    F = _swap_halves(np.reshape(msg.wrench, (k, 6)))
+    if not msg.has_torque:
+        F[:, :3] = np.nan
+    if not msg.has_force:
+        F[:, 3:] = np.nan
+    g = np.reshape(msg.gravity, (k, 3)) if msg.has_gravity else [None] * k
+    return [
+        GraspSample(
+            robot_id=msg.robot_id,
+            stamp=float(stamps[j]),
+            T_i0_i=T[j],
+            V_i=V[j],
+            dV_i=dV[j],
+            F_i=F[j],
+            g_i=g[j],
+            has_force=msg.has_force,
+            has_torque=msg.has_torque,
+        )
+        for j in range(k)
+    ]
+
+
+def to_grasp_state_array(
+    samples: list[GraspSample], frame_id: str, home_frame_id: str
+) -> GraspStateArray:
+    """Samples of one robot -> GraspStateArray; the first sample's has_force, has_torque and
+    gravity (known or not) hold for all. Non-finite values are sent as they are: each such
+    sample is refused by the coordinator on its own."""
+    first = samples[0]
+    msg = GraspStateArray(robot_id=first.robot_id, home_frame_id=home_frame_id)
+    msg.header.frame_id = frame_id
+    times = [to_time(s.stamp) for s in samples]
+    msg.header.stamp = times[0]
+    msg.sec = [t.sec for t in times]
+    msg.nanosec = [t.nanosec for t in times]
+    T = np.stack([s.T_i0_i for s in samples])
+    msg.position = T[:, :3, 3].ravel().tolist()
+    msg.orientation = _quaternions_or_nan(T).ravel().tolist()
+    msg.twist = _swap_halves(np.stack([s.V_i for s in samples])).ravel().tolist()
+    msg.twist_derivative = _swap_halves(np.stack([s.dV_i for s in samples])).ravel().tolist()
+    F = np.stack([s.F_i for s in samples])
+    msg.has_force, msg.has_torque = first.has_force, first.has_torque
+    F[:, :3] = F[:, :3] if first.has_torque else 0.0
+    F[:, 3:] = F[:, 3:] if first.has_force else 0.0
+    msg.wrench = _swap_halves(F).ravel().tolist()
+    msg.has_gravity = first.g_i is not None
+    if msg.has_gravity:
+        msg.gravity = np.stack([s.g_i for s in samples]).ravel().tolist()
+    return msg
+
+
+def _quaternions_or_nan(T: np.ndarray) -> np.ndarray:
+    """(K, 4) quaternions of poses, NaN for a pose with a non-finite entry."""
+    q = np.full((len(T), 4), np.nan)
+    finite = np.isfinite(T).all(axis=(1, 2))
+    if finite.any():
+        q[finite] = Rotation.from_matrix(T[finite, :3, :3]).as_quat()
+    return q
 
 
 def _optional_covariance(C: np.ndarray | None) -> list[float]:

@@ -162,7 +162,11 @@ def interpolate_pose(T_a: np.ndarray, T_b: np.ndarray, u: float) -> np.ndarray:
 def interpolate_sample(
     a: GraspSample, b: GraspSample, stamp: float, new_stamp: float
 ) -> GraspSample:
-    """The sample between a and b at ``stamp`` (robot clock), restamped ``new_stamp``."""
+    """The sample between a and b at ``stamp`` (robot clock), restamped ``new_stamp``; a
+    itself when the bracket is exact (``a is b``: the same numbers as interpolating, at a
+    tenth of the cost; robots on one clock, N = 16 at 1 kHz)."""
+    if a is b:
+        return replace(a, stamp=new_stamp)
     u = 0.0 if b.stamp == a.stamp else (stamp - a.stamp) / (b.stamp - a.stamp)
 
     def lerp(x: np.ndarray | None, y: np.ndarray | None) -> np.ndarray | None:
@@ -223,6 +227,7 @@ class StreamingAligner:
         self._buffers: dict[str, deque] = {r: deque() for r in robot_ids}
         self._intervals: dict[str, deque] = {r: deque(maxlen=PERIOD_WINDOW) for r in robot_ids}
         self._widest: dict[str, float] = dict.fromkeys(robot_ids, max_gap)
+        self._new_intervals: set[str] = set()  # robots whose ``_widest`` is out of date
         self._holes: dict[str, list[float]] = {r: [] for r in robot_ids}  # sorted stamps
         self.dropped: Counter = Counter()
 
@@ -241,10 +246,8 @@ class StreamingAligner:
         if not np.isfinite(sample.stamp) or (buffer and sample.stamp <= buffer[-1].stamp):
             return "non-monotonic stamp"
         if buffer:
-            intervals = self._intervals[sample.robot_id]
-            intervals.append(sample.stamp - buffer[-1].stamp)
-            period = float(np.median(intervals))
-            self._widest[sample.robot_id] = min(self.max_gap, GAP_PERIODS * period)
+            self._intervals[sample.robot_id].append(sample.stamp - buffer[-1].stamp)
+            self._new_intervals.add(sample.robot_id)
         buffer.append(sample)
         while buffer[-1].stamp - buffer[0].stamp > self.buffer_seconds:
             buffer.popleft()
@@ -276,7 +279,16 @@ class StreamingAligner:
         a, b = buffer[k - 1], buffer[k]
         holes = self._holes[rid]
         spans_hole = bisect.bisect_right(holes, a.stamp) < bisect.bisect_left(holes, b.stamp)
-        return (a, b) if b.stamp - a.stamp <= self._widest[rid] and not spans_hole else "gap"
+        return (a, b) if b.stamp - a.stamp <= self._widest_gap(rid) and not spans_hole else "gap"
+
+    def _widest_gap(self, rid: str) -> float:
+        """The widest bracket of ``rid`` from the median of its last intervals, taken when
+        needed (not per sample: a batch of K pushes costs one median)."""
+        if rid in self._new_intervals:
+            self._new_intervals.discard(rid)
+            period = float(np.median(self._intervals[rid]))
+            self._widest[rid] = min(self.max_gap, GAP_PERIODS * period)
+        return self._widest[rid]
 
     def pop_ready(self) -> list[dict[str, GraspSample]]:
         """Every synchronized set that can be formed now, oldest first."""

@@ -27,6 +27,9 @@ This is the API the coordinator node uses (paper 000's whole method, made recurs
 * ``estimate()`` solves from the statistics when new data arrived since the last solve
   (warm-started; tens to a few hundred ms), else returns the cached estimate.
   ``estimate_now()`` forces a full solve from scratch. Call them from a timer, not per sample.
+* ``snapshot()`` copies the estimator for a solve on another thread while ``update`` goes on;
+  ``adopt(solved)`` takes that solve's grasps, fit and per-sample maps back (the coordinator
+  solves beside its update path this way; ``estimate`` alone solves in place).
 * ``freeze()`` stops accumulation (stage FROZEN, estimate kept); ``unfreeze()`` resumes;
   ``reset()`` forgets everything.
 * Robust loss: each set's kinematic residual (with the latest fit) sets its weight
@@ -38,6 +41,7 @@ This is the API the coordinator node uses (paper 000's whole method, made recurs
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -366,6 +370,34 @@ class TeamEstimator:
     def estimate_now(self) -> TeamEstimate:
         """Force a full solve from scratch now (also while frozen)."""
         return self._solve(full=True)
+
+    def snapshot(self) -> TeamEstimator:
+        """A copy of this estimator to solve on another thread (``estimate``/``estimate_now``)
+        while this one goes on accumulating; hand it back to ``adopt``. This one counts as
+        solved from now on (``mark_unsolved`` if the copy's solve fails)."""
+        copied = copy.deepcopy(self)
+        self._dirty = False
+        return copied
+
+    def mark_unsolved(self) -> None:
+        """The last snapshot's solve did not come back: solve again next time."""
+        self._dirty = True
+
+    def adopt(self, solved: TeamEstimator) -> None:
+        """Take a snapshot's solve: the grasps and fit (warm start of the next solve), the
+        maps that weight the samples from now on, the estimate, and the wrench segments'
+        verdicts (matched by group and start: segments may have merged meanwhile)."""
+        self._kinematics, self._fit = solved._kinematics, solved._fit
+        self._groups, self._maps, self._estimate = solved._groups, solved._maps, solved._estimate
+        if self._segments is None or solved._segments is None:
+            return
+        verdicts = {(s.group, s.start): s for s in solved._segments.segments}
+        for segment in self._segments.segments:
+            judged = verdicts.get((segment.group, segment.start))
+            if judged is not None and judged.used is not None:
+                segment.used = judged.used
+                segment.external_force = judged.external_force
+                segment.external_moment = judged.external_moment
 
     def _stamped(self, estimate: TeamEstimate) -> TeamEstimate:
         stage = Stage.FROZEN if self._frozen else estimate.stage

@@ -4,19 +4,20 @@ A thin adapter around ``core.team_pipeline.TeamPipeline`` (checks, clock offsets
 ``TeamEstimator``, robot liveness, diagnostics content), which ``inertia_estimation estimate``
 runs on bags without ROS. Subscription callbacks only enqueue the message with its arrival
 time. A worker thread owns the pipeline: it converts and checks what arrived, aligns and
-updates every ``update_period``, solves every ``estimate_period`` and publishes the estimate,
-TF and markers; every ``diagnostics_period`` it publishes /diagnostics. Both periods run on
-the node's ROS clock (simulation time with ``use_sim_time``: a paused replay pauses them, a
-replay at 5x runs them 5x faster), and a solve takes at most a quarter of the worker's wall
-time. A solve takes tens of milliseconds to seconds (N = 16): outside the executor, it leaves
-the subscriptions served meanwhile, whatever executor spins the node, and their deep
-sensor-data history holds seconds of samples while Python's GIL keeps the executor waiting.
-Services are coroutines: each posts its command to the worker and awaits its result without
-holding the executor, and a command is answered only once it has run (at shutdown, commands
-not run yet are answered as failed). Tuning parameters are writable at run time
-(``ros2 param set``), checked as at start-up. Diagnostics follow ``diagnostic_updater``'s
-conventions: per robot a status whose hardware_id is the robot id, STALE when its samples stop
-arriving on the ROS clock. Bad input is refused and counted, never raised.
+updates every ``update_period``; every ``estimate_period`` it snapshots the statistics for a
+solve on a thread of its own (``core.solver_thread``) and goes on updating: a solve (tens of
+milliseconds to a second at N = 16) never holds up the updates (issue 16). The worker
+publishes each estimate, TF and markers when its solve is done (the message's ``age`` says
+how old its newest sample was then); every ``diagnostics_period`` it publishes /diagnostics.
+Both periods run on the node's ROS clock (simulation time with ``use_sim_time``: a paused
+replay pauses them, a replay at 5x runs them 5x faster), and solves take at most a quarter of
+the wall time. Services are coroutines: each posts its command to the worker and awaits its
+result without holding the executor; commands run one after the other, each answered once it
+and its solve have run (at shutdown, commands not run yet are answered as failed). Tuning
+parameters are writable at run time (``ros2 param set``), checked as at start-up. Diagnostics
+follow ``diagnostic_updater``'s conventions: per robot a status whose hardware_id is the robot
+id, STALE when its samples stop arriving on the ROS clock. Bad input is refused and counted,
+never raised.
 """
 
 from __future__ import annotations
@@ -43,12 +44,14 @@ from visualization_msgs.msg import MarkerArray
 from ...core.cooperative import TeamEstimate
 from ...core.cooperative.grasp_kinematics import ROBUST_LOSSES
 from ...core.cooperative.settings import KINEMATICS_SOURCES
+from ...core.solver_thread import SolverThread
 from ...core.team_pipeline import PipelineSettings, Status, TeamPipeline
-from ...msg import GraspState, PayloadEstimate
-from ..conversions import grasp_sample, to_payload_estimate
+from ...msg import GraspState, GraspStateArray, PayloadEstimate
+from ..conversions import to_payload_estimate
 from ..external_wrench_output import PARAMETERS as EXTERNAL_WRENCH_PARAMETERS
 from ..external_wrench_output import TOPICS as EXTERNAL_WRENCH_TOPICS
 from ..external_wrench_output import ExternalWrenchOutput
+from ..ingest import GRASP_TOPICS, push_message
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare, unknown_parameters, watch
 from ..payload_visualization import (
@@ -71,6 +74,12 @@ GRASP_QOS = QoSProfile(
     depth=1000, reliability=SENSOR_QOS.reliability, durability=SENSOR_QOS.durability
 )
 SOLVE_SHARE = 0.25  # solves take at most this share of the worker's time
+# [s] Python's GIL switch interval in the coordinator process (default 0.005). Three threads
+# share the interpreter (executor, worker, solver); each handover costs an OS wake-up, ms on
+# a loaded machine. With 5 ms the worker fell seconds behind while a solve ran
+# (test_reliability's silent robot failed 2 of 2 on the shared machine, passed 3 of 3 at
+# 20-50 ms); a solve still yields the interpreter at least every 20 ms.
+SWITCH_INTERVAL = 0.02
 _DEFAULTS = PipelineSettings()
 _FRAMES = PayloadFrames()
 
@@ -132,6 +141,13 @@ INTERFACE = NodeInterface(
             "inertia_estimation_ros/msg/GraspState",
             "sensor",
             "each robot's grasp samples (robot_node), for every robot of `robots`",
+        ),
+        Topic(
+            "{robot}/grasp_state_array",
+            "inertia_estimation_ros/msg/GraspStateArray",
+            "sensor",
+            "the same samples K at a time (robot_node with `batch_size` > 1: 500 Hz to 1 kHz); "
+            "a robot may publish both",
         ),
     ],
     services=[
@@ -323,6 +339,7 @@ class CoordinatorNode(Node):
         super().__init__("coordinator_node", **kwargs)
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
+        self._solver: SolverThread | None = None
         self._commands: queue.Queue = queue.Queue()  # (command, Future of its answer)
         self.params = p = declare(self, INTERFACE.parameters)
         self.pipeline = self._pipeline(p)
@@ -346,9 +363,8 @@ class CoordinatorNode(Node):
         self._inbox: deque = deque()
         self.overflow = 0
         for rid in self.pipeline.robot_ids:
-            self.create_subscription(
-                GraspState, f"{rid}/grasp_state", self._enqueue(rid), GRASP_QOS
-            )
+            for topic, kind in GRASP_TOPICS.items():
+                self.create_subscription(kind, f"{rid}/{topic}", self._enqueue(rid), GRASP_QOS)
         # Services in their own group: a handler awaiting the worker holds no other callback.
         services = ReentrantCallbackGroup()
         for name in ("reset", "freeze", "unfreeze", "estimate_now"):
@@ -359,6 +375,8 @@ class CoordinatorNode(Node):
         self._last_error = ""
         self._error_log = ("", 0.0, 0)  # last error logged, when (monotonic), repeats since
         self._log_start(p)
+        self._solver = SolverThread("coordinator solver")
+        self._solving_command: tuple[str, Future] | None = None  # waits for the solve under way
         self._worker = threading.Thread(target=self._work, name="coordinator", daemon=True)
         self._worker.start()
 
@@ -444,6 +462,8 @@ class CoordinatorNode(Node):
         self._stop.set()
         if self._worker is not None:
             self._worker.join(WORKER_JOIN_TIMEOUT)
+        if self._solver is not None:
+            self._solver.close(WORKER_JOIN_TIMEOUT)
         while not self._commands.empty():
             command, result = self._commands.get()
             result.set_result((False, f"{command}: not run, the coordinator is shutting down"))
@@ -457,29 +477,70 @@ class CoordinatorNode(Node):
             self._work_loop()
 
     def _work_loop(self) -> None:
-        """Periods on the ROS clock (``_now``); a solve's wall time delays the next one so that
-        solves take at most SOLVE_SHARE of the worker. A clock that goes back (a looping bag)
-        restarts the schedule."""
+        """Periods on the ROS clock (``_now``); a solve's wall time delays the next scheduled
+        one so that solves take at most SOLVE_SHARE of the wall time. A clock that goes back
+        (a looping bag) restarts the schedule. At the end, the command whose solve is under
+        way is answered when it is done."""
         p = self.params
         next_estimate = next_diagnostics = last = -float("inf")
-        solve_allowed = time.monotonic()
+        self._solve_allowed = time.monotonic()
         while not self._stop.wait(p.update_period):
             try:
                 self._step()
+                self._collect_solve()
                 now = self._now()
                 if now < last:
                     next_estimate = next_diagnostics = -float("inf")
                 last = now
-                if now >= next_estimate and time.monotonic() >= solve_allowed:
-                    started = time.monotonic()
-                    self._publish(self.pipeline.estimate())
-                    solve_allowed = started + (time.monotonic() - started) / SOLVE_SHARE
+                if self._start_command_or_solve(now >= next_estimate):
                     next_estimate = now + p.estimate_period
                 if now >= next_diagnostics:
                     next_diagnostics = now + p.diagnostics_period
                     self._publish_diagnostics()
             except Exception as error:  # never let the worker die: report and go on
                 self._report_error(error)
+        if self._solving_command is not None and self._solver.wait(WORKER_JOIN_TIMEOUT):
+            self._collect_solve()
+
+    def _start_command_or_solve(self, due: bool) -> bool:
+        """With the solver free: run the next command and start its solve, or start the
+        scheduled solve if ``due`` (and allowed); True if the scheduled one started."""
+        if self._solver.busy:
+            return False
+        if not self._commands.empty():
+            command, result = self._commands.get()
+            self._run_command(command, result)
+            return False
+        if due and time.monotonic() >= self._solve_allowed:
+            self._solver.submit(self.pipeline.start_solve())
+            return True
+        return False
+
+    def _collect_solve(self) -> None:
+        """Publish the solve that is done (if any), answer the command that waited for it."""
+        done = self._solver.take()
+        if done is None:
+            return
+        job, _ = done
+        self._solve_allowed = time.monotonic() + job.seconds * (1 / SOLVE_SHARE - 1)
+        command, self._solving_command = self._solving_command, None
+        try:
+            estimate = self.pipeline.finish_solve(job)
+        except Exception as error:
+            if command is not None:
+                self._answer(command, (False, f"{command[0]} failed: {error}"))
+            raise
+        if estimate is None:  # the pipeline restarted meanwhile (a clock jump): solve again
+            if command is not None:
+                self._start_solve(command)
+            return
+        self._publish(estimate)
+        if command is not None:
+            self._answer(command, self._command_answer(command[0], estimate))
+
+    def _answer(self, command: tuple[str, Future], answer: tuple[bool, str]) -> None:
+        command[1].set_result(answer)
+        self._wake.trigger()  # the executor resumes the awaiting service handler
 
     def _report_error(self, error: Exception) -> None:
         """Count an internal error; log it with its traceback, once per ERROR_LOG_PERIOD while
@@ -506,8 +567,6 @@ class CoordinatorNode(Node):
             self._push(*inbox.popleft())
         while not self._setting_changes.empty():
             self._apply_settings(self._setting_changes.get())
-        while not self._commands.empty() and not self._stop.is_set():
-            self._run_command(*self._commands.get())
         pipeline.process()
         self.external_wrench.update(pipeline)
         while pipeline.events:
@@ -524,56 +583,45 @@ class CoordinatorNode(Node):
             "parameters set: " + ", ".join(f"{k} = {v!r}" for k, v in changes.items())
         )
 
-    def _push(self, robot_id: str, msg: GraspState, received: float) -> None:
-        pipeline = self.pipeline
+    def _push(self, robot_id: str, msg: GraspState | GraspStateArray, received: float) -> None:
         self._arrival[robot_id] = received
-        if msg.robot_id != robot_id:
-            pipeline.reject(
-                robot_id,
-                "unknown robot id",
-                f"robot id {msg.robot_id!r} on /{robot_id}/grasp_state",
-            )
-            return
-        try:
-            sample = grasp_sample(msg)
-        except (ValueError, TypeError) as error:
-            pipeline.reject(robot_id, "malformed message", str(error))
-            return
-        pipeline.push(sample, msg.header.frame_id, received)
+        push_message(self.pipeline, robot_id, msg, received)
 
     def _run_command(self, command: str, result: Future) -> None:
-        """Run a service's command and answer it (an error is answered, then reported)."""
+        """Run a service's command and start its solve (from scratch for ``estimate_now``);
+        it is answered when the solve is done (an error is answered, then reported)."""
         try:
-            answer = self._execute(command)
+            self._execute(command)
         except Exception as error:
-            answer = (False, f"{command} failed: {type(error).__name__}: {error}")
+            self._answer((command, result), (False, f"{command} failed: {error}"))
             raise
-        finally:
-            result.set_result(answer)
-            self._wake.trigger()  # the executor resumes the awaiting service handler
+        self._start_solve((command, result))
 
-    def _execute(self, command: str) -> tuple[bool, str]:
+    def _start_solve(self, command: tuple[str, Future]) -> None:
+        """Start the solve of a command (from scratch for ``estimate_now``)."""
+        self._solving_command = command
+        self._solver.submit(self.pipeline.start_solve(full=command[0] == "estimate_now"))
+
+    def _execute(self, command: str) -> None:
         pipeline = self.pipeline
-        success, message = True, ""
         if command == "reset":
             pipeline.reset("~/reset called")
-            message = "estimation restarted"
         elif command == "freeze":
             pipeline.freeze()
-            message = "frozen: the estimate stays until ~/unfreeze"
         elif command == "unfreeze":
             pipeline.unfreeze()
-            message = "accumulating again"
-        estimate = pipeline.estimate(full=command == "estimate_now")
-        self._publish(estimate)
+
+    @staticmethod
+    def _command_answer(command: str, estimate: TeamEstimate) -> tuple[bool, str]:
         if command == "estimate_now":
-            message = summary(estimate)
-            success = estimate.grasps_valid
-        return success, message
+            return estimate.grasps_valid, summary(estimate)
+        return True, COMMAND_ANSWERS[command]
 
     def _publish(self, estimate: TeamEstimate) -> None:
         frame_of = self.settings.frame_of
-        self._estimates.publish(to_payload_estimate(estimate, frame_of))
+        message = to_payload_estimate(estimate, frame_of)
+        message.age = self.pipeline.estimate_age()
+        self._estimates.publish(message)
         transforms = payload_transforms(estimate, self.frames)
         if transforms.transforms:
             self._tf.publish(transforms)
@@ -638,6 +686,13 @@ class CoordinatorNode(Node):
         )
 
 
+COMMAND_ANSWERS = {
+    "reset": "estimation restarted",
+    "freeze": "frozen: the estimate stays until ~/unfreeze",
+    "unfreeze": "accumulating again",
+}
+
+
 def summary(estimate: TeamEstimate) -> str:
     """One line: the stage and the valid quantities."""
     parts = [f"stage {estimate.stage.name}"]
@@ -656,6 +711,7 @@ def summary(estimate: TeamEstimate) -> str:
 def main() -> int:
     # Single-threaded: the worker thread does the heavy work, and rclpy's multi-threaded
     # executor costs several times the CPU per message (bench/bench_coordinator.py).
+    sys.setswitchinterval(SWITCH_INTERVAL)
     return run_executable("coordinator_node", executor="single")
 
 

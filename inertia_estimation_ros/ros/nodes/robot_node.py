@@ -36,12 +36,13 @@ from ...core.grasp_signals import (
 )
 from ...core.robot_kinematics import RobotModelError
 from ...core.samples import GraspSample
-from ...msg import GraspState
+from ...msg import GraspState, GraspStateArray
 from .. import follow_commands
 from ..conversions import (
     pose_matrix,
     seconds,
     to_grasp_state,
+    to_grasp_state_array,
     to_time,
     to_twist,
     to_wrench,
@@ -58,6 +59,7 @@ TF_STATIC_QOS = QoSProfile(
     depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
 )
 STALE = 2.0  # [s] on the ROS clock without kinematic input (after some arrived): an error
+BATCH_WAIT = 0.05  # [s] of wall time a batch waits for its K samples before it goes out
 
 INTERFACE = NodeInterface(
     executable="robot_node",
@@ -74,7 +76,13 @@ INTERFACE = NodeInterface(
             "grasp_state",
             "inertia_estimation_ros/msg/GraspState",
             "sensor",
-            "the robot's synchronized grasp samples, for the coordinator",
+            "the robot's synchronized grasp samples, for the coordinator (`batch_size` 1)",
+        ),
+        Topic(
+            "grasp_state_array",
+            "inertia_estimation_ros/msg/GraspStateArray",
+            "sensor",
+            "the same samples `batch_size` at a time (`batch_size` > 1; docs/throughput.md)",
         ),
         Topic(
             "grasp_twist",
@@ -222,6 +230,15 @@ INTERFACE = NodeInterface(
             bounds=(0.0, 10000.0),
         ),
         Param(
+            "batch_size",
+            "int",
+            1,
+            "samples per message: 1 publishes GraspState; K > 1 publishes GraspStateArray "
+            "every K samples (and grasp_twist / grasp_wrench once per batch), a batch "
+            "waiting at most 0.05 s of wall time; choose rate_hz / K <= 100 Hz",
+            bounds=(1, 1000),
+        ),
+        Param(
             "compensate_robot_dynamics",
             "bool",
             True,
@@ -275,6 +292,9 @@ class RobotNode(Node):
                 ) from None
         self._outputs = {
             "grasp_state": self.create_publisher(GraspState, "grasp_state", SENSOR_QOS),
+            "grasp_state_array": self.create_publisher(
+                GraspStateArray, "grasp_state_array", SENSOR_QOS
+            ),
             "grasp_twist": self.create_publisher(TwistStamped, "grasp_twist", SENSOR_QOS),
             "grasp_wrench": self.create_publisher(WrenchStamped, "grasp_wrench", SENSOR_QOS),
         }
@@ -299,6 +319,9 @@ class RobotNode(Node):
         self._report = {"time": time.monotonic(), "accepted": 0, "emitted": 0}
         self._report |= {"rejected": 0, "missing": 0}
         steady_timer(self, p.diagnostics_period, self._publish_diagnostics)
+        self._batch_size, self._batch, self._batch_started = p.batch_size, [], 0.0
+        if p.batch_size > 1:
+            steady_timer(self, BATCH_WAIT, self._flush_old_batch)
 
     def _settings(self, p: SimpleNamespace) -> GraspSignalSettings:
         robot_id = p.robot_id or self.get_namespace().rpartition("/")[2]
@@ -408,6 +431,9 @@ class RobotNode(Node):
 
     # ----- outputs --------------------------------------------------------------------------
     def _publish(self, samples: list[GraspSample]) -> None:
+        if self._batch_size > 1:
+            self._add_to_batch(samples)
+            return
         s = self.settings
         for sample in samples:
             self._outputs["grasp_state"].publish(
@@ -420,6 +446,34 @@ class RobotNode(Node):
             if sample.has_force:
                 wrench = to_wrench(np.nan_to_num(sample.F_i))
                 self._outputs["grasp_wrench"].publish(WrenchStamped(header=header, wrench=wrench))
+
+    def _add_to_batch(self, samples: list[GraspSample]) -> None:
+        for sample in samples:
+            if not self._batch:
+                self._batch_started = time.monotonic()
+            self._batch.append(sample)
+            if len(self._batch) >= self._batch_size:
+                self._publish_batch()
+
+    def _flush_old_batch(self) -> None:
+        if self._batch and time.monotonic() - self._batch_started >= BATCH_WAIT:
+            self._publish_batch()
+
+    def _publish_batch(self) -> None:
+        """The waiting samples as one GraspStateArray; twist and wrench of the newest."""
+        s, batch, self._batch = self.settings, self._batch, []
+        frame = s.frame_id(s.grasp_frame)
+        self._outputs["grasp_state_array"].publish(
+            to_grasp_state_array(batch, frame, s.frame_id(s.home_frame))
+        )
+        newest = batch[-1]
+        header = Header(stamp=to_time(newest.stamp), frame_id=frame)
+        self._outputs["grasp_twist"].publish(
+            TwistStamped(header=header, twist=to_twist(newest.V_i))
+        )
+        if newest.has_force:
+            wrench = to_wrench(np.nan_to_num(newest.F_i))
+            self._outputs["grasp_wrench"].publish(WrenchStamped(header=header, wrench=wrench))
 
     def _publish_diagnostics(self) -> None:
         signals = self.signals

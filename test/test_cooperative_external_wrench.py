@@ -30,6 +30,7 @@ from inertia_estimation_ros.core.cooperative.correlated_noise import (
 )
 from inertia_estimation_ros.core.cooperative.dynamics import WrenchMoments
 from inertia_estimation_ros.core.cooperative.external_wrench import (
+    MAX_CLUSTERS,
     ExternalWrenchSpan,
     SegmentStore,
     external_wrench_advice,
@@ -296,7 +297,9 @@ def test_too_little_clean_data_is_refused_with_advice():
 )
 def test_segment_store_stays_bounded_and_merging_keeps_the_statistics(runs, verdicts):
     """However samples arrive and whatever the verdicts, at most max_segments segments are
-    kept, each of one group, in time order, and they sum to the statistics of all samples."""
+    kept, each of one group, in time order, and they sum to the statistics of all samples;
+    each segment's clusters (of the sandwich covariance) are at most MAX_CLUSTERS, in time
+    order, and sum to the segment's statistics."""
     config = EstimatorSettings(max_segments=8, segment_seconds=0.5)
     ids, torque = ("a", "b"), (True, False)
     store = SegmentStore(ids, torque, config)
@@ -315,6 +318,12 @@ def test_segment_store_stays_bounded_and_merging_keeps_the_statistics(runs, verd
     assert len(store.segments) <= config.max_segments
     starts = [s.start for s in store.segments]
     assert starts == sorted(starts)
+    for segment in store.segments:
+        assert len(segment.clusters) <= MAX_CLUSTERS
+        assert segment.cluster_starts == sorted(segment.cluster_starts)
+        assert sum(c.samples for c in segment.clusters) == segment.samples
+        np.testing.assert_allclose(sum(c.YY for c in segment.clusters), segment.moments.YY)
+        np.testing.assert_allclose(sum(c.K for c in segment.clusters), segment.moments.K)
     pooled = store.pooled(np.ones(len(store.segments), dtype=bool), {})
     for group, moments in total.items():
         if moments.samples:

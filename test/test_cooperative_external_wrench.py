@@ -37,6 +37,7 @@ from inertia_estimation_ros.core.cooperative.external_wrench import (
     merged_rms,
     significance,
 )
+from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.sim import analytic as an
 
 RATE = 100.0
@@ -408,3 +409,38 @@ def test_the_stated_false_alarm_rate_holds_and_untestable_segments_show_nothing(
             np.array([5.0, 5.0]), np.array([1e-12, 0.0]), np.array([1.0, 1.0]), 1e-4
         )
     assert not flagged.any() and np.all(severity == 0.0)
+
+
+@pytest.mark.parametrize("noisy", [False, True])
+def test_no_phantom_wrench_on_a_larger_team_without_a_hand(noisy):
+    """Issue 15 item 10: on an independent generator's runs (N = 4-8, random grasps, 200 Hz)
+    the detector reported ~190 N and 130 N m (150 N on a noise-free run) where no external
+    wrench acted. Here: five robots on a ring with wrist sensors, a random payload, 200 Hz,
+    exact and noisy data, no hand: nothing is set aside and no span is reported with the
+    floor off (only the stated false-alarm rate, alpha = 1e-4 per segment, acts; the floor
+    can only set aside less). Not reproduced on this generator in 13 runs (N = 4-8, exact and
+    noisy, offline and online, clock offsets of 10 ms): this guards the fix of the
+    threshold that underflowed to 0 (``significance``)."""
+    rng = np.random.default_rng(11)
+    team, T_s_p = an.ring_team(5, rng, moment_capable=True)
+    payload = InertialParameters.from_mass_com_inertia(
+        23.0, np.array([0.1, -0.05, 0.04]), np.diag([1.2, 2.0, 2.9])
+    ).transformed(T_s_p)
+    kin, pivot = an.paper_kinematics_motion(rng), an.paper_inertia_motion(rng)
+    segments = [
+        (an.PayloadMotion(an.Ramped(kin.rotation, 5.0, 1.0), kin.translation, kin.pivot_s), 5.0),
+        (STATICS, TILTS.duration),
+        (
+            an.PayloadMotion(an.Ramped(pivot.rotation, 6.0, 1.0), pivot.translation, pivot.pivot_s),
+            6.0,
+        ),
+    ]
+    noise = an.instrumented_noise() if noisy else an.NoiseModel()
+    sim, _ = an.simulate_session(
+        team, payload, segments, 200.0, noise=noise, rng=rng, internal=an.squeeze_forces(team, 20.0)
+    )
+    series = sim.measured if noisy else sim.exact
+    config = EstimatorSettings(sample_rate_hz=200.0, external_wrench_floor=0.0)
+    estimate = estimate_offline([Recording(series)], team.reference_id, config)
+    assert estimate.samples_external_wrench == 0, estimate.external_wrench_spans
+    assert not estimate.external_wrench_spans and estimate.inertia_valid

@@ -474,7 +474,13 @@ class TeamEstimator:
         fit = fit_parameters(self._groups, kin.T_s_i, self.reference_id, kin.covariance)
         inflation = self._wrench_inflation(fit)
         data = covariance_from_information(fit.information)
-        used = [(s.clusters, fit.noise[s.group]) for s in segments.segments if s.used]
+        used = [
+            (clusters, fit.noise[s.group])
+            for s, clusters in zip(
+                segments.segments, segments.fitted_clusters(judgement.used), strict=True
+            )
+            if clusters
+        ]
         excess = segment_overdispersion(used, kin.T_s_i, fit.theta, fit.information, inflation)
         return replace(fit, covariance=fit.covariance + (inflation - 1.0) * data + excess)
 

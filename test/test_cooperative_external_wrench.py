@@ -444,3 +444,26 @@ def test_no_phantom_wrench_on_a_larger_team_without_a_hand(noisy):
     estimate = estimate_offline([Recording(series)], team.reference_id, config)
     assert estimate.samples_external_wrench == 0, estimate.external_wrench_spans
     assert not estimate.external_wrench_spans and estimate.inertia_valid
+
+
+def test_the_fit_leaves_out_the_clusters_next_to_an_external_wrench():
+    """The first cluster after and the last before a set-aside segment are left out (their
+    central-difference accelerations reach into the hand's samples); a used segment of one
+    cluster between two set-aside ones leaves its group out of the fit (the online solve
+    then skips that group's batch means: the demo's static group raised KeyError)."""
+    config = EstimatorSettings(segment_seconds=0.5)
+    ids, torque = ("a", "b"), (True, True)
+    store = SegmentStore(ids, torque, config)
+    rng = np.random.default_rng(3)
+    groups = ["dynamic"] * 50 + ["static"] * 10 + ["dynamic"] * 150
+    for k, group in enumerate(groups):
+        store.add(0.01 * k, group, rng.normal(size=(6, 10)), rng.normal(size=(2, 6)))
+    assert [len(s.clusters) for s in store.segments] == [3, 1, 3, 3, 3]
+    used = np.array([False, True, False, True, True])
+    kept = store.fitted_clusters(used)
+    assert [len(c) for c in kept] == [0, 0, 0, 2, 3]
+    assert kept[3] == store.segments[3].clusters[1:]
+    pooled = store.pooled(used, {})
+    segs = store.segments
+    expected = segs[3].samples - segs[3].clusters[0].samples + segs[4].samples
+    assert set(pooled) == {"dynamic"} and pooled["dynamic"].samples == expected

@@ -491,7 +491,7 @@ class TeamEstimator:
         parts = [
             (s.blocks, wrench_residual_map(kin.T_s_i, group, fit.theta, fit.noise[s.group]))
             for s in self._segments.segments
-            if s.used and s.blocks is not None
+            if s.used and s.blocks is not None and s.group in self._groups
             for group in [self._groups[s.group]]
         ]
         return pooled_block_inflation(parts)

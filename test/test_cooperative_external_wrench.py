@@ -30,12 +30,14 @@ from inertia_estimation_ros.core.cooperative.correlated_noise import (
 )
 from inertia_estimation_ros.core.cooperative.dynamics import WrenchMoments
 from inertia_estimation_ros.core.cooperative.external_wrench import (
+    MAX_CLUSTERS,
     ExternalWrenchSpan,
     SegmentStore,
     external_wrench_advice,
     merged_rms,
     significance,
 )
+from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.sim import analytic as an
 
 RATE = 100.0
@@ -279,7 +281,9 @@ def test_too_little_clean_data_is_refused_with_advice():
 )
 def test_segment_store_stays_bounded_and_merging_keeps_the_statistics(runs, verdicts):
     """However samples arrive and whatever the verdicts, at most max_segments segments are
-    kept, each of one group, in time order, and they sum to the statistics of all samples."""
+    kept, each of one group, in time order, and they sum to the statistics of all samples;
+    each segment's clusters (of the sandwich covariance) are at most MAX_CLUSTERS, in time
+    order, and sum to the segment's statistics."""
     config = EstimatorSettings(max_segments=8, segment_seconds=0.5)
     ids, torque = ("a", "b"), (True, False)
     store = SegmentStore(ids, torque, config)
@@ -298,6 +302,12 @@ def test_segment_store_stays_bounded_and_merging_keeps_the_statistics(runs, verd
     assert len(store.segments) <= config.max_segments
     starts = [s.start for s in store.segments]
     assert starts == sorted(starts)
+    for segment in store.segments:
+        assert len(segment.clusters) <= MAX_CLUSTERS
+        assert segment.cluster_starts == sorted(segment.cluster_starts)
+        assert sum(c.samples for c in segment.clusters) == segment.samples
+        np.testing.assert_allclose(sum(c.YY for c in segment.clusters), segment.moments.YY)
+        np.testing.assert_allclose(sum(c.K for c in segment.clusters), segment.moments.K)
     pooled = store.pooled(np.ones(len(store.segments), dtype=bool), {})
     for group, moments in total.items():
         if moments.samples:
@@ -382,3 +392,61 @@ def test_the_stated_false_alarm_rate_holds_and_untestable_segments_show_nothing(
             np.array([5.0, 5.0]), np.array([1e-12, 0.0]), np.array([1.0, 1.0]), 1e-4
         )
     assert not flagged.any() and np.all(severity == 0.0)
+
+
+@pytest.mark.parametrize("noisy", [False, True])
+def test_no_phantom_wrench_on_a_larger_team_without_a_hand(noisy):
+    """Issue 15 item 10: on an independent generator's runs (N = 4-8, random grasps, 200 Hz)
+    the detector reported ~190 N and 130 N m (150 N on a noise-free run) where no external
+    wrench acted. Here: five robots on a ring with wrist sensors, a random payload, 200 Hz,
+    exact and noisy data, no hand: nothing is set aside and no span is reported with the
+    floor off (only the stated false-alarm rate, alpha = 1e-4 per segment, acts; the floor
+    can only set aside less). Not reproduced on this generator in 13 runs (N = 4-8, exact and
+    noisy, offline and online, clock offsets of 10 ms): this guards the fix of the
+    threshold that underflowed to 0 (``significance``)."""
+    rng = np.random.default_rng(11)
+    team, T_s_p = an.ring_team(5, rng, moment_capable=True)
+    payload = InertialParameters.from_mass_com_inertia(
+        23.0, np.array([0.1, -0.05, 0.04]), np.diag([1.2, 2.0, 2.9])
+    ).transformed(T_s_p)
+    kin, pivot = an.paper_kinematics_motion(rng), an.paper_inertia_motion(rng)
+    segments = [
+        (an.PayloadMotion(an.Ramped(kin.rotation, 5.0, 1.0), kin.translation, kin.pivot_s), 5.0),
+        (STATICS, TILTS.duration),
+        (
+            an.PayloadMotion(an.Ramped(pivot.rotation, 6.0, 1.0), pivot.translation, pivot.pivot_s),
+            6.0,
+        ),
+    ]
+    noise = an.instrumented_noise() if noisy else an.NoiseModel()
+    sim, _ = an.simulate_session(
+        team, payload, segments, 200.0, noise=noise, rng=rng, internal=an.squeeze_forces(team, 20.0)
+    )
+    series = sim.measured if noisy else sim.exact
+    config = EstimatorSettings(sample_rate_hz=200.0, external_wrench_floor=0.0)
+    estimate = estimate_offline([Recording(series)], team.reference_id, config)
+    assert estimate.samples_external_wrench == 0, estimate.external_wrench_spans
+    assert not estimate.external_wrench_spans and estimate.inertia_valid
+
+
+def test_the_fit_leaves_out_the_clusters_next_to_an_external_wrench():
+    """The first cluster after and the last before a set-aside segment are left out (their
+    central-difference accelerations reach into the hand's samples); a used segment of one
+    cluster between two set-aside ones leaves its group out of the fit (the online solve
+    then skips that group's batch means: the demo's static group raised KeyError)."""
+    config = EstimatorSettings(segment_seconds=0.5)
+    ids, torque = ("a", "b"), (True, True)
+    store = SegmentStore(ids, torque, config)
+    rng = np.random.default_rng(3)
+    groups = ["dynamic"] * 50 + ["static"] * 10 + ["dynamic"] * 150
+    for k, group in enumerate(groups):
+        store.add(0.01 * k, group, rng.normal(size=(6, 10)), rng.normal(size=(2, 6)))
+    assert [len(s.clusters) for s in store.segments] == [3, 1, 3, 3, 3]
+    used = np.array([False, True, False, True, True])
+    kept = store.fitted_clusters(used)
+    assert [len(c) for c in kept] == [0, 0, 0, 2, 3]
+    assert kept[3] == store.segments[3].clusters[1:]
+    pooled = store.pooled(used, {})
+    segs = store.segments
+    expected = segs[3].samples - segs[3].clusters[0].samples + segs[4].samples
+    assert set(pooled) == {"dynamic"} and pooled["dynamic"].samples == expected

@@ -336,30 +336,38 @@ def fit_parameters(
 
 
 def segment_overdispersion(
-    segments: Sequence[tuple[WrenchMoments, tuple[float, float]]],
+    segments: Sequence[tuple[Sequence[WrenchMoments], tuple[float, float]]],
     T_s_i: Mapping[str, np.ndarray],
     theta: np.ndarray,
     information: np.ndarray,
     inflation: float = 1.0,
 ) -> np.ndarray:
-    """Covariance of theta that the segments' disagreement adds to the noise model's (10x10).
+    """Covariance of theta that the clusters' disagreement adds to the noise model's (10x10).
 
-    Each segment j (its moments and its group's noise) has the score g_j = eta_j - I_j theta
-    (``normal_equations``). Under the noise model Var(g_j) = inflation I_j; errors the model
-    lacks (an unmeasured wrench that varies from segment to segment, model errors) make the
-    scores scatter more. The excess H^+ (sum_j g_j g_j^T - inflation sum_j I_j) H^+ of this
-    sandwich over the model's covariance, its positive part, is what they add.
+    ``segments``: per segment in use, its consecutive clusters of samples (oldest first) and
+    its group's noise. Each cluster b has the score g_b = eta_b - I_b theta
+    (``normal_equations``). Under the noise model Var(g_b) = inflation I_b; errors the model
+    lacks (an unmeasured wrench, model errors smooth in time such as central-difference
+    accelerations) make the scores scatter more and neighbouring clusters' scores agree.
+    The long-run covariance of the scores (Newey-West, lag 1 between neighbouring clusters
+    of a segment, Bartlett weight 1/2) less the model's, mapped by H^+ on both sides, its
+    positive part, is what they add.
     """
     B, expected = np.zeros((10, 10)), np.zeros((10, 10))
-    for moments, (sigma_f, sigma_m) in segments:
-        A_f, A_m = moments.noise_structure(T_s_i)
-        C = sigma_f**2 * A_f + sigma_m**2 * A_m
-        info, eta = moments.normal_equations(
-            T_s_i, np.linalg.inv(C + 1e-12 * np.trace(C) * np.eye(6))
-        )
-        g = eta - info @ theta
-        B += np.outer(g, g)
-        expected += inflation * info
+    for clusters, (sigma_f, sigma_m) in segments:
+        previous = None
+        for moments in clusters:
+            A_f, A_m = moments.noise_structure(T_s_i)
+            C = sigma_f**2 * A_f + sigma_m**2 * A_m
+            info, eta = moments.normal_equations(
+                T_s_i, np.linalg.inv(C + 1e-12 * np.trace(C) * np.eye(6))
+            )
+            g = eta - info @ theta
+            B += np.outer(g, g)
+            if previous is not None:
+                B += 0.5 * (np.outer(g, previous) + np.outer(previous, g))
+            previous = g
+            expected += inflation * info
     H_pinv = covariance_from_information(information)
     values, vectors = np.linalg.eigh(H_pinv @ (B - expected) @ H_pinv)
     return (vectors * np.clip(values, 0.0, None)) @ vectors.T

@@ -506,7 +506,13 @@ class TeamEstimator:
         fit = fit_parameters(self._groups, kin.T_s_i, self.reference_id, kin.covariance)
         inflation = self._wrench_inflation(fit)
         data = covariance_from_information(fit.information)
-        used = [(s.moments, fit.noise[s.group]) for s in segments.segments if s.used]
+        used = [
+            (clusters, fit.noise[s.group])
+            for s, clusters in zip(
+                segments.segments, segments.fitted_clusters(judgement.used), strict=True
+            )
+            if clusters
+        ]
         excess = segment_overdispersion(used, kin.T_s_i, fit.theta, fit.information, inflation)
         return replace(fit, covariance=fit.covariance + (inflation - 1.0) * data + excess)
 
@@ -517,7 +523,7 @@ class TeamEstimator:
         parts = [
             (s.blocks, wrench_residual_map(kin.T_s_i, group, fit.theta, fit.noise[s.group]))
             for s in self._segments.segments
-            if s.used and s.blocks is not None
+            if s.used and s.blocks is not None and s.group in self._groups
             for group in [self._groups[s.group]]
         ]
         return pooled_block_inflation(parts)

@@ -88,7 +88,8 @@ def run_collaboration(
     theta, p_s_c = model.theta, model.p_s_c
     has_torque = {r.robot_id: r.kind == "wrist_6dof" for r in robots}
     supervisor = AdmittanceSupervisor(**{"input_timeout": 1.0, **admittance})
-    I_c = InertialParameters(theta).inertia_about_com
+    # The virtual inertia: the estimate's, or the true one (a wrong mass and CoM alone).
+    I_c = (InertialParameters(theta) if estimate else payload_s).inertia_about_com
     supervisor.on_estimate(ModelSummary(True, float(theta[0]), p_s_c, I_c))
     mujoco.mj_forward(m, d)
     supervisor.on_pose(float(d.time), site_pose_in_world(d, f"{ref_id}/grasp"))

@@ -1,10 +1,11 @@
 """What ``inertia_estimation demo --collaborate`` prints at the end (issue 14): from the bag,
 how far the payload went with the person and how well the coordinator saw the person's force.
 
-The person acts where the simulator's ``/ground_truth/human_wrench`` is not zero; over that
-span: the payload's displacement and rotation (``/ground_truth/payload_pose``), the person's
-RMS force, and the RMS error of the coordinator's ``/external_wrench`` force (axes of {s},
-like the truth's) against the truth at the nearest stamp.
+The person acts where the simulator's ``/ground_truth/human_wrench`` is not zero. Over the
+last such stretch (the ``collaborate`` phase; the earlier ones are the guided estimation
+phases): the payload's displacement and rotation (``/ground_truth/payload_pose``), the
+person's RMS force, and the RMS error of the coordinator's ``/external_wrench`` force (axes
+of {s}, like the truth's) against the truth at the nearest stamp.
 """
 
 from __future__ import annotations
@@ -37,7 +38,12 @@ def collaboration_figures(bag: Path) -> dict[str, float] | None:
     acting = np.linalg.norm(force, axis=1) > 1e-6
     if not acting.any():
         return None
-    start, end = t_h[acting][0], t_h[acting][-1]
+    # The person's last stretch (a human also guides the payload in the estimation phases).
+    last = np.flatnonzero(acting)[-1]
+    idle = np.flatnonzero(~acting[:last])
+    first = idle[-1] + 1 if len(idle) else 0
+    acting[:first] = False
+    start, end = t_h[first], t_h[last]
     t_p, poses = _series(bag, "/ground_truth/payload_pose", _pose)
     span = (t_p >= start) & (t_p <= end)
     first, last = poses[span][0], poses[span][-1]

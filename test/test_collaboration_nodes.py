@@ -11,7 +11,7 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 
 from inertia_estimation_ros.core import spatial as sp
 from inertia_estimation_ros.core.cooperative.estimate import GraspFrameEstimate
@@ -185,3 +185,37 @@ def test_robot_commands_follow_the_reference_and_carry_the_weight(ros_context) -
     g_s = T_w_s[:3, :3].T @ np.array([0, 0, -9.81])
     needed = an.net_wrench(payload, np.zeros((1, 6)), np.zeros((1, 6)), g_s[None])[0]
     np.testing.assert_allclose(sum(shares), needed, atol=1e-6)
+
+
+@pytest.mark.timeout(60)
+def test_the_planner_switches_modes_by_service_and_holds_on_a_stale_estimate(ros_context) -> None:
+    """~/enable true: admittance (refused with the cause without an estimate), false: hold;
+    no payload_estimate for admittance_estimate_timeout (the coordinator died) stops the
+    admittance safely, and a new start says why until an estimate arrives."""
+    planner = PlannerNode(
+        context=ros_context,
+        parameter_overrides=[Parameter("admittance_estimate_timeout", value=0.5)],
+    )
+    mode = planner.admittance
+
+    def enable(on: bool) -> SetBool.Response:
+        return mode._on_enable(SetBool.Request(data=on), SetBool.Response())
+
+    try:
+        answer = enable(True)
+        assert not answer.success and "no estimate received" in answer.message
+        mode.on_estimate(_estimate_message(True))
+        pose = GraspState(robot_id="robot_1", home_frame_id="robot_1/home", has_pose=True)
+        pose.header.frame_id, pose.pose = "robot_1/grasp", to_pose(np.eye(4))
+        pose.header.stamp = to_time(planner.get_clock().now().nanoseconds * 1e-9)
+        mode._on_pose(pose)
+        assert enable(True).success and mode.supervisor.active
+        assert enable(False).success and not mode.supervisor.active
+        assert enable(True).success and mode.supervisor.active
+        mode._estimate_arrival -= 1.0  # the last estimate is 1 s old
+        mode._tick()
+        assert not mode.supervisor.active
+        answer = enable(True)
+        assert not answer.success and "the coordinator is silent" in answer.message
+    finally:
+        planner.destroy_node()

@@ -6,9 +6,13 @@ person's path, and a payload left alone stays put."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from inertia_estimation_ros.core import spatial as sp
+from inertia_estimation_ros.core.collaboration.following import grasp_commands
 from inertia_estimation_ros.sim.collaboration import moving_person, run_collaboration
 from inertia_estimation_ros.sim.scenario import load_scenario
 
@@ -48,3 +52,36 @@ def _in_s(run, wrench_w: np.ndarray) -> np.ndarray:
         [np.einsum("kji,kj->ki", R, wrench_w[:, :3]), np.einsum("kji,kj->ki", R, wrench_w[:, 3:])],
         axis=1,
     )
+
+
+def test_the_simulated_team_follows_its_commands_while_a_person_pulls(tmp_path) -> None:
+    """The ``collaborate`` program over the stepper (what sim_node drives): the robots hold,
+    the person pulls the handle along +x; commanded grasp poses 2 cm further along x with the
+    weight shares move the payload there (sim_node's robots follow robot_node's commands)."""
+    path = tmp_path / "collaborate.yaml"
+    path.write_text(
+        f"include: {Path(SCENARIO).resolve()}\n"
+        "robot_defaults: {sensors: {rate_hz: 100}}\n"
+        "excitation:\n"
+        "  - {program: collaborate, duration: 1.2, shift: [0.2, 0, 0], yaw_deg: 0, "
+        "path_time: 0.4, settle: 0.2}\n"
+    )
+    stepper = load_scenario(path).stepper()
+    held = stepper.advance(stepper.start_time + 0.6).ground_truth
+    pull_s = held.F_human_s[-1]
+    pull_w = held.T_w_s[-1][:3, :3] @ pull_s[3:]
+    assert pull_w[0] > 20.0 and abs(pull_w[1]) < 1.0  # 150 N/m over most of 0.2 m, along x
+    T_w_s = held.T_w_s[-1]
+    assert np.linalg.norm(T_w_s[:3, 3] - held.T_w_s[0][:3, 3]) < 2e-3  # stiff robots hold
+    goal = sp.transform(np.eye(3), [0.02, 0.0, 0.0]) @ T_w_s
+    has_torque = dict.fromkeys(held.T_s_i, False)
+    team = grasp_commands(
+        goal, np.zeros(6), np.zeros(6), held.payload.vec, held.T_s_i, has_torque, held.gravity_w
+    )
+    for rid, command in team.commands.items():
+        stepper.command(rid, command.T_w_i, command.F_i)
+    with pytest.raises(ValueError, match="no robot 'robot_9'"):
+        stepper.command("robot_9", goal, np.zeros(6))
+    moved = stepper.advance().ground_truth
+    assert np.linalg.norm(moved.T_w_s[-1][:3, 3] - goal[:3, 3]) < 2e-3
+    assert np.linalg.norm(sp.log3(moved.T_w_s[-1][:3, :3] @ goal[:3, :3].T)) < 5e-3

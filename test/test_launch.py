@@ -30,7 +30,7 @@ AXES = ["--x", "--y", "--z", "--roll", "--pitch", "--yaw"]  # static_transform_p
 # Each launch file with the graph configs it is meant for (its default first).
 LAUNCHES = {
     "team_estimation.launch.py": ["team_example.yaml"],
-    "sim_estimation.launch.py": ["sim_paper000.yaml", "sim_test.yaml"],
+    "sim_estimation.launch.py": ["sim_paper000.yaml", "sim_test.yaml", "sim_collaborate.yaml"],
     "replay.launch.py": ["replay.yaml"],
     "gazebo_estimation.launch.py": ["gazebo_paper000.yaml"],
     "aerial_sim.launch.py": ["sim_aerial.yaml"],

@@ -167,4 +167,8 @@ def test_sim_node_has_the_topics_of_its_interface(ros_context):
     )
     assert_matches(expected, found)
     assert "/robot_2/imu" in found["publishes"] and not services
-    assert set(found["subscribes"]) == {"/payload/reference/pose", "/payload/reference/twist"}
+    commands = {
+        f"/{r}/robot_node/command/{k}" for r in ("robot_1", "robot_2") for k in ("pose", "wrench")
+    }
+    references = {"/payload/reference/pose", "/payload/reference/twist"}
+    assert set(found["subscribes"]) == references | commands

@@ -7,6 +7,13 @@ The graph of ``config/sim_paper000.yaml`` runs over DDS, each node as its own pr
 (``ros.bag_recorder``) and prints the progress (``ros.demo_monitor``). When the simulation
 is over it asks the coordinator for a solve from scratch (``~/estimate_now``), stops the
 graph, prints the estimate +- 1 sigma against the ground truth and writes the report.
+
+``--collaborate`` (issue 14) runs ``config/sim_collaborate.yaml`` instead: the same team and
+estimation protocol, then a person pulls a handle on the payload along a path while the
+planner's admittance, fed by the coordinator's human-wrench estimate and model, moves the
+reference that the robots follow. The demo freezes the estimate and enables the admittance
+(``/coordinator_node/freeze``, ``/planner_node/enable``) when the ``collaborate`` phase
+begins, and ends with how far the payload went with the person.
 """
 
 from __future__ import annotations
@@ -33,6 +40,12 @@ RECORDED = (
     "/*/robot_description",
     "/payload_estimate",
     "/ground_truth/payload",
+)
+COLLABORATION = (
+    "/external_wrench",
+    "/ground_truth/human_wrench",
+    "/ground_truth/payload_pose",
+    "/planner_node/reference/pose",
 )
 PROGRESS_PERIOD = 5.0  # [s] wall clock between progress lines
 STOP_TIMEOUT = 10.0  # [s] for a child to end after SIGTERM
@@ -64,8 +77,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--out", type=Path, help="output folder (default runs/demo-<time>)")
-    parser.add_argument("--config", default="sim_paper000.yaml", help="graph config")
-    parser.add_argument("--scenario", default="paper000_demo.yaml", help="the sim_node's scenario")
+    parser.add_argument(
+        "--collaborate",
+        action="store_true",
+        help="then a person moves the payload with the team through the estimated model "
+        "(defaults: --config sim_collaborate.yaml --scenario paper000_collaborate.yaml)",
+    )
+    parser.add_argument("--config", help="graph config (default sim_paper000.yaml)")
+    parser.add_argument("--scenario", help="the sim_node's scenario (default paper000_demo.yaml)")
     parser.add_argument(
         "--real-time-factor",
         type=float,
@@ -82,6 +101,11 @@ def demo_graph(args: argparse.Namespace, out: Path) -> Path:
     and checked by ``ros.graph``."""
     from ..ros.graph import data_file, load_graph
 
+    collaborate = getattr(args, "collaborate", False)
+    args.config = args.config or ("sim_collaborate.yaml" if collaborate else "sim_paper000.yaml")
+    args.scenario = args.scenario or (
+        "paper000_collaborate.yaml" if collaborate else "paper000_demo.yaml"
+    )
     data = yaml.safe_load(data_file(args.config, "config").read_text())
     sim = data["/sim_node"]["ros__parameters"]
     sim |= {"scenario": args.scenario, "exit_when_done": True, "wait_for_subscribers": True}
@@ -104,11 +128,13 @@ def start_children(graph_path: Path, log: Path) -> dict[str, subprocess.Popen]:
         PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
     )
     output = log.open("w")
+    graph = load_graph(graph_path)
+    parameters = graph.parameter_file(log.parent)  # without the remappings (given as -r)
     return {
         spec.fqn: subprocess.Popen(
-            node_command(spec, graph_path, None), env=env, stdout=output, stderr=subprocess.STDOUT
+            node_command(spec, parameters, None), env=env, stdout=output, stderr=subprocess.STDOUT
         )
-        for spec in load_graph(graph_path).nodes
+        for spec in graph.nodes
     }
 
 
@@ -141,22 +167,33 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {error}")
         return 2
     print(f"demo: {args.scenario} on the graph {args.config}; output in {out}/")
+    recorded = RECORDED + (COLLABORATION if args.collaborate else ())
     try:
-        monitor = run_graph(graph_path, out, RECORDED, started + args.timeout)
+        monitor = run_graph(graph_path, out, recorded, started + args.timeout, args.collaborate)
     except KeyboardInterrupt:
         return 130
     if monitor is None:
         print(f"demo: no final estimate (see {out / 'graph.log'})")
         return 1
-    return _conclude(out, monitor, started)
+    code = _conclude(out, monitor, started)
+    if args.collaborate:
+        from .collaboration_summary import print_collaboration
+
+        print_collaboration(out / "bag")
+    return code
 
 
 def run_graph(
-    graph_path: Path, out: Path, recorded: Sequence[str], deadline: float
+    graph_path: Path,
+    out: Path,
+    recorded: Sequence[str],
+    deadline: float,
+    collaborate: bool = False,
 ) -> DemoMonitor | None:
     """Run a simulation graph (its nodes as processes, logs in out/graph.log) while recording
     ``recorded`` topics to out/bag and printing progress; once the simulation is over, ask
-    the coordinator for its final solve. Returns the monitor (estimates, ground truth), or
+    the coordinator for its final solve (``collaborate``: enable the planner's admittance when
+    the ``collaborate`` phase begins). Returns the monitor (estimates, ground truth), or
     None when a node failed, time ran out or no final estimate came."""
     import rclpy
     from rclpy.context import Context
@@ -176,7 +213,7 @@ def run_graph(
     children = start_children(graph_path, out / "graph.log")
     final = None
     try:
-        if _follow(children, monitor, deadline) == 0:
+        if _follow(children, monitor, deadline, collaborate) == 0:
             final = _final_estimate(monitor)
     finally:
         stop_children(children)
@@ -186,11 +223,16 @@ def run_graph(
     return monitor if final is not None else None
 
 
-def _follow(children: dict, monitor: DemoMonitor, deadline: float) -> int:
+def _follow(children: dict, monitor: DemoMonitor, deadline: float, collaborate: bool) -> int:
     """Print progress until the simulation node ends; 0, or the code of a failed child."""
     sim = children["/sim_node"]
     last_line, phase = 0.0, ""
     while sim.poll() is None:
+        if collaborate and "collaborate" in monitor.phase:
+            collaborate = False
+            answer = monitor.enable_admittance(timeout=10.0)
+            message = answer.message if answer is not None else "no answer from the planner"
+            print(f"  /planner_node/enable: {message}", flush=True)
         failed = [f for f, c in children.items() if c.poll() not in (None, 0)]
         if failed:
             print(f"demo: {failed[0]} exited with code {children[failed[0]].returncode}")

@@ -7,10 +7,12 @@ A thin adapter over ``core.collaboration.supervisor.AdmittanceSupervisor``: the 
 reference robot's ``grasp_state``: {s} in its home frame, the world here) go in; at
 ``admittance_rate`` the reference of {s} goes out as ``~/reference/pose`` (PoseStamped in
 the reference robot's home frame) and ``~/reference/twist`` (TwistStamped, body twist of
-{s}). ``~/admittance/start`` refuses
-with the reason (e.g. the mass is not valid yet); ``~/admittance/stop`` and an estimate that
-goes invalid or a silent input stop the reference safely. Clocks: the ROS clock and the
-robots' stamps must agree (one machine, PTP, or sim time).
+{s}). ``~/admittance/start`` (or ``~/enable`` true) refuses
+with the reason (e.g. the mass is not valid yet); ``~/admittance/stop`` (or ``~/enable``
+false), an estimate that goes invalid or stale (no ``payload_estimate`` for
+``admittance_estimate_timeout``: the coordinator died) and a silent input stop the reference
+safely: it decelerates within the limits and holds, and the robots hold with it. Clocks: the
+ROS clock and the robots' stamps must agree (one machine, PTP, or sim time).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.node import Node
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 
 from ..core.collaboration.supervisor import AdmittanceSupervisor, ModelSummary
 from ..msg import ExternalWrench, GraspState, PayloadEstimate
@@ -67,6 +69,12 @@ SUBSCRIBES = [
 SERVICES = [
     Service("~/admittance/start", "std_srvs/srv/Trigger", "admittance on; refused with the cause"),
     Service("~/admittance/stop", "std_srvs/srv/Trigger", "safe stop: decelerate and hold"),
+    Service(
+        "~/enable",
+        "std_srvs/srv/SetBool",
+        "mode switch: true = admittance (bumpless, refused with the cause), false = hold (safe "
+        "stop)",
+    ),
 ]
 PARAMETERS = [
     Param("admittance_rate", "double", 100.0, "control rate [Hz]", bounds=(1.0, 1000.0)),
@@ -111,6 +119,13 @@ PARAMETERS = [
         "no pose or wrench for this long: safe stop [s]",
         bounds=(0.01, 10.0),
     ),
+    Param(
+        "admittance_estimate_timeout",
+        "double",
+        5.0,
+        "no payload_estimate for this long (ROS clock): the estimate is stale, safe stop [s]",
+        bounds=(0.1, 600.0),
+    ),
 ]
 
 
@@ -144,6 +159,8 @@ class AdmittanceMode:
         node.create_subscription(GraspState, "reference_grasp_state", self._on_pose, SENSOR_QOS)
         node.create_service(Trigger, "~/admittance/start", self._on_start)
         node.create_service(Trigger, "~/admittance/stop", self._on_stop)
+        node.create_service(SetBool, "~/enable", self._on_enable)
+        self._estimate_arrival: float | None = None
         self._period = 1.0 / p.admittance_rate
         node.create_timer(self._period, self._tick)
 
@@ -152,6 +169,7 @@ class AdmittanceMode:
 
     def on_estimate(self, msg: PayloadEstimate) -> None:
         """The node's payload_estimate (the planner subscribes once and passes it on)."""
+        self._estimate_arrival = self._now()
         flags = {
             "grasps_valid": msg.grasps_valid,
             "mass_valid": msg.mass_valid,
@@ -192,8 +210,24 @@ class AdmittanceMode:
         response.success, response.message = True, "stopping: the reference decelerates and holds"
         return response
 
+    def _on_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        answer = (self._on_start if request.data else self._on_stop)(
+            Trigger.Request(), Trigger.Response()
+        )
+        response.success, response.message = answer.success, answer.message
+        return response
+
+    def _check_estimate_age(self, now: float) -> None:
+        """A stale estimate (the coordinator died or hangs) stops the admittance safely."""
+        timeout = self.p.admittance_estimate_timeout
+        if self._estimate_arrival is not None and now - self._estimate_arrival > timeout:
+            reason = f"no payload_estimate for {timeout:g} s: the coordinator is silent"
+            self.supervisor.on_estimate(ModelSummary(False, reason=reason))
+            self._estimate_arrival = None
+
     def _tick(self) -> None:
         now = self._now()
+        self._check_estimate_age(now)
         reference = self.supervisor.tick(now, self._period)
         self._log_events()
         if reference is None:

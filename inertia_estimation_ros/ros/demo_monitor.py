@@ -2,7 +2,8 @@
 
 It follows the simulation's progress (its ``/diagnostics``: simulated time and phase), keeps
 every ``payload_estimate`` the coordinator publishes and the simulator's ground truth
-(``/ground_truth/payload``, latched), and calls the coordinator's ``~/estimate_now``.
+(``/ground_truth/payload``, latched), and calls the coordinator's ``~/estimate_now`` and
+(``demo --collaborate``) its ``~/freeze`` and the planner's ``~/enable``.
 Callbacks only store; ``line()`` formats a progress line from what arrived.
 """
 
@@ -12,7 +13,7 @@ import threading
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 
 from ..msg import PayloadEstimate
 from .interface import LATCHED_QOS, RELIABLE_QOS
@@ -39,6 +40,8 @@ class DemoMonitor(Node):
             PayloadEstimate, "/ground_truth/payload", self._on_truth, LATCHED_QOS
         )
         self._estimate_now = self.create_client(Trigger, f"{coordinator}/estimate_now")
+        self._enable = self.create_client(SetBool, "/planner_node/enable")
+        self._freeze = self.create_client(Trigger, f"{coordinator}/freeze")
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         for status in msg.status:
@@ -77,9 +80,21 @@ class DemoMonitor(Node):
 
     def estimate_now(self, timeout: float) -> Trigger.Response | None:
         """Call the coordinator's ~/estimate_now (the node must be spinning elsewhere)."""
-        if not self._estimate_now.wait_for_service(timeout_sec=timeout):
+        return self._call(self._estimate_now, Trigger.Request(), timeout)
+
+    def enable_admittance(self, timeout: float) -> SetBool.Response | None:
+        """Freeze the coordinator's estimate (collaboration uses the model the estimation
+        phase gave, and no solve holds up the human wrench), then call the planner's
+        ~/enable with true: the admittance on (or its refusal)."""
+        if self._call(self._freeze, Trigger.Request(), timeout) is None:
             return None
-        future = self._estimate_now.call_async(Trigger.Request())
+        return self._call(self._enable, SetBool.Request(data=True), timeout)
+
+    @staticmethod
+    def _call(client: object, request: object, timeout: float) -> object | None:
+        if not client.wait_for_service(timeout_sec=timeout):
+            return None
+        future = client.call_async(request)
         done = threading.Event()
         future.add_done_callback(lambda _: done.set())
         return future.result() if done.wait(timeout) else None

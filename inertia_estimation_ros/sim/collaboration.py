@@ -16,33 +16,22 @@ wrench against the motion and make the felt mass m_virtual - m negative (unstabl
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import mujoco
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..core import spatial as sp
 from ..core.collaboration.following import grasp_commands
 from ..core.collaboration.human_wrench import PayloadModel, external_wrench
 from ..core.collaboration.supervisor import AdmittanceSupervisor, ModelSummary
+from ..core.inertial import InertialParameters
 from ..core.samples import GraspSample
-from .ground_team import STIFF, GroundTeamScenario, GroundTeamStepper, joint_positions
+from .ground_team import STIFF, GroundTeamScenario, GroundTeamStepper
 from .ground_truth import body_inertial_parameters, site_pose_in_world
+from .person import Person, smooth_path
 
-
-@dataclass(frozen=True)
-class Person:
-    """A spring-damper from a handle on the payload (``handle_P``, in the payload frame {P})
-    to the target ``target(t) -> (position in {w}, rotation in {w})`` of that handle."""
-
-    target: Callable[[float], tuple[np.ndarray, np.ndarray]]
-    handle_P: np.ndarray
-    stiffness: float = 150.0  # [N/m]
-    damping: float = 40.0  # [N s/m]
-    torsion: float = 30.0  # [N m/rad]
-    torsion_damping: float = 8.0  # [N m s/rad]
+__all__ = ["CollaborationRun", "Person", "run_collaboration"]
 
 
 def moving_person(
@@ -55,15 +44,8 @@ def moving_person(
     """A person who moves the handle by ``shift_w`` (in {w}) and turns it by ``yaw_deg`` about
     the world's z over ``seconds`` (smoothstep) from the payload's home pose ``T_w_P0``, then
     holds it there."""
-    h0 = (T_w_P0 @ np.r_[handle_P, 1.0])[:3]
-
-    def target(t: float) -> tuple[np.ndarray, np.ndarray]:
-        s = min(t / seconds, 1.0)
-        s = s * s * (3 - 2 * s)
-        R = Rotation.from_euler("z", yaw_deg * s, degrees=True).as_matrix() @ T_w_P0[:3, :3]
-        return h0 + np.asarray(shift_w) * s, R
-
-    return Person(target, handle_P)
+    path = smooth_path(T_w_P0, handle_P, np.asarray(shift_w), np.deg2rad(yaw_deg), seconds)
+    return Person(path, handle_P)
 
 
 @dataclass(frozen=True)
@@ -89,10 +71,13 @@ def run_collaboration(
     seconds: float,
     theta_error: np.ndarray | None = None,
     control_period: float = 0.01,
+    estimate: PayloadModel | None = None,
     **admittance: object,
 ) -> CollaborationRun:
     """Run the closed loop for ``seconds``; the model is the true payload (plus
-    ``theta_error`` in {s}, to see what a wrong model costs)."""
+    ``theta_error`` in {s}, to see what a wrong model costs), or ``estimate`` (an estimator's
+    theta and grasp frames: ``PayloadModel.from_estimate``), which then also places the
+    robots' commands."""
     stepper = GroundTeamStepper(scenario)
     runner = stepper._runner  # the same physics and robots, driven by this loop
     m, d = runner.model, runner.data
@@ -104,7 +89,7 @@ def run_collaboration(
     payload_P = body_inertial_parameters(m, "payload")
     payload_s = payload_P.transformed(sp.inverse(T_P[ref_id]))
     theta = payload_s.vec + (0.0 if theta_error is None else theta_error)
-    model = PayloadModel(
+    model = estimate or PayloadModel(
         ref_id,
         theta,
         np.zeros((10, 10)),
@@ -114,10 +99,11 @@ def run_collaboration(
         True,
         True,
     )
-    p_s_c = theta[1:4] / theta[0]
+    theta, p_s_c = model.theta, model.p_s_c
     has_torque = {r.robot_id: r.kind == "wrist_6dof" for r in robots}
     supervisor = AdmittanceSupervisor(**{"input_timeout": 1.0, **admittance})
-    I_c = payload_s.inertia_about_com
+    # The virtual inertia: the estimate's, or the true one (a wrong mass and CoM alone).
+    I_c = (InertialParameters(theta) if estimate else payload_s).inertia_about_com
     supervisor.on_estimate(ModelSummary(True, float(theta[0]), p_s_c, I_c))
     mujoco.mj_forward(m, d)
     supervisor.on_pose(float(d.time), site_pose_in_world(d, f"{ref_id}/grasp"))
@@ -151,12 +137,18 @@ def run_collaboration(
         supervisor.on_wrench(now, estimate.wrench)
         reference = supervisor.tick(now, control_period)
         team = grasp_commands(
-            reference.T_w_s, reference.V_s, np.zeros(6), theta, T_s_i, has_torque, g_w
+            reference.T_w_s, reference.V_s, np.zeros(6), theta, model.T_s_i, has_torque, g_w
         )
-        _set_points(runner, robots, team.commands, d)
+        for k, robot in enumerate(robots):
+            command = team.commands[robot.robot_id]
+            runner.follow(k, command.T_w_i, command.F_i)
+        d.ctrl[runner.followed] = runner.follow_ctrl[runner.followed]
         wrench_w, handle, target = np.zeros(6), np.zeros(3), np.zeros(3)
         if person is not None:
-            wrench_w, handle, target, previous = _person(person, d, payload_id, now, previous)
+            T_w_P = sp.transform(d.xmat[payload_id].reshape(3, 3), d.xpos[payload_id])
+            wrench_w, handle, target, previous = person.wrench(
+                now, T_w_P, d.xipos[payload_id], previous
+            )
         d.xfrc_applied[payload_id] = np.r_[wrench_w[3:], wrench_w[:3]]
         mean_ft = np.zeros((len(robots), 6))
         for _ in range(steps):
@@ -176,6 +168,7 @@ def _stiffen(runner: object, scenario: GroundTeamScenario) -> None:
         p, v = STIFF.translation if linear else STIFF.rotation
         m.actuator_gainprm[a, 0] = p
         m.actuator_biasprm[a, 1:3] = (-p, -v)
+        runner.kp[a] = p
 
 
 def _body_twist(m: mujoco.MjModel, d: mujoco.MjData, site: str) -> np.ndarray:
@@ -214,32 +207,3 @@ def _samples(
             has_torque=robot.kind == "wrist_6dof",
         )
     return out
-
-
-def _set_points(runner: object, robots: tuple, commands: dict, d: mujoco.MjData) -> None:
-    """Slide set-points: the commanded grasp pose by inverse kinematics, offset by the
-    feed-forward force over the stiffness (the PD then applies that force at rest)."""
-    kp = STIFF.translation[0]
-    for k, robot in enumerate(robots):
-        command = commands[robot.robot_id]
-        T_i0_i = sp.inverse(runner.T_w_i0[k]) @ command.T_w_i
-        q = joint_positions(T_i0_i, robot.wrist_offset)[0]
-        q[:3] += T_i0_i[:3, :3] @ command.F_i[3:] / kp
-        mine = runner.act_robot == k
-        d.ctrl[mine] = q[runner.act_dof[mine]]
-
-
-def _person(person: Person, d: mujoco.MjData, payload_id: int, now: float, previous):  # noqa: ANN001, ANN202
-    """The person's wrench (moment about the CoM, force) in {w}, the handle and its target."""
-    T_w_P = sp.transform(d.xmat[payload_id].reshape(3, 3), d.xpos[payload_id])
-    handle = (T_w_P @ np.r_[person.handle_P, 1.0])[:3]
-    target, R_target = person.target(now)
-    velocity = np.zeros(3) if previous is None else (handle - previous[0]) / (now - previous[1])
-    omega = np.zeros(3)
-    if previous is not None:
-        omega = sp.log3(T_w_P[:3, :3] @ previous[2].T) / (now - previous[1])
-    force = person.stiffness * (target - handle) - person.damping * velocity
-    torsion = person.torsion * sp.log3(R_target @ T_w_P[:3, :3].T) - person.torsion_damping * omega
-    com = d.xipos[payload_id]
-    moment = np.cross(handle - com, force) + torsion
-    return np.r_[moment, force], handle, target, (handle, now, T_w_P[:3, :3].copy())

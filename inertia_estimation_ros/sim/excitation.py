@@ -13,7 +13,11 @@ displacement ``D_w`` of the payload (world frame; the payload's pose is
 * ``sphere``: one robot is locked (its translation stiff, its wrist passive) and the
   others move their grasps periodically on spheres about its wrist centre (paper 000
   Sec. IV-C);
-* ``scripted``: the user's trajectory, from YAML waypoints or a Python function.
+* ``scripted``: the user's trajectory, from YAML waypoints or a Python function;
+* ``collaborate``: the robots hold the payload, or follow the commands they are sent
+  (``GroundTeamStepper.command``; only in this phase: the others are the protocol's), while
+  a person pulls a handle along a path (``sim.person``; issue 14: a person moves the payload
+  with the team).
 
 Every plan starts with ``settle`` seconds at rest (label ``settle``), during which
 the runner blends the robots' set-points from where the previous phase left them.
@@ -28,9 +32,10 @@ import numpy as np
 from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation
 
+from .person import Person, smooth_path
 from .scenario import ScenarioError, Section
 
-PROGRAMS = ("human_guided", "static_holds", "sphere", "scripted")
+PROGRAMS = ("human_guided", "static_holds", "sphere", "scripted", "collaborate")
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,8 @@ class PhasePlan:
     settle_steps: int
     guide: HumanGuide | None = None  # None: the robots track D_w
     passive_wrists: tuple[str, ...] = ()  # robots whose wrist actuators are switched off
+    person: Person | None = None  # a person pulling a handle (time from the end of the settle)
+    follows_commands: bool = False  # robots follow the commands they are sent (else the plan)
 
     @property
     def steps(self) -> int:
@@ -239,7 +246,35 @@ class Scripted:
         return PhasePlan(self.name, D_w, labels, settle)
 
 
-Program = HumanGuided | StaticHolds | Sphere | Scripted
+@dataclass(frozen=True)
+class Collaborate:
+    """The robots hold the payload at its home pose (or follow their commands) while a person
+    pulls the handle ``handle_xyz`` (in {P}) along ``shift`` [m, world axes] and ``yaw_deg``
+    about the world's z in ``path_time`` seconds (a smoothstep), then holds it there."""
+
+    duration: float
+    shift: tuple[float, float, float] = (0.3, 0.1, 0.0)
+    yaw_deg: float = 15.0
+    path_time: float = 2.5
+    handle_xyz: tuple[float, float, float] = (0.45, 0.0, 0.02)
+    settle: float = 0.5
+    name: str = "collaborate"
+
+    def plan(self, context: PlanContext, rng: np.random.Generator) -> PhasePlan:
+        t = _times(self.duration, context.timestep)
+        settle = _steps(self.settle, context.timestep)
+        D_w, labels = _settled(
+            settle, np.tile(np.eye(4), (len(t), 1, 1)), np.full(len(t), self.name)
+        )
+        handle = np.asarray(self.handle_xyz, dtype=float)
+        path = smooth_path(
+            context.T_w_P0, handle, np.asarray(self.shift), np.deg2rad(self.yaw_deg), self.path_time
+        )
+        person = Person(path, handle)
+        return PhasePlan(self.name, D_w, labels, settle, person=person, follows_commands=True)
+
+
+Program = HumanGuided | StaticHolds | Sphere | Scripted | Collaborate
 
 
 def _times(duration: float, dt: float) -> np.ndarray:
@@ -300,6 +335,15 @@ def read_program(section: Section, context_robots: tuple[str, ...]) -> Program:
             max_rotation_deg=section.number("max_rotation_deg", 10.0, low=0.0, high=45.0),
             band_hz=_band(section, (0.3, 1.0)),
             ramp=section.number("ramp", 2.0, low=0.0),
+            settle=settle,
+        )
+    elif program == "collaborate":
+        out = Collaborate(
+            duration=section.number("duration", positive=True),
+            shift=tuple(section.vector("shift", 3, [0.3, 0.1, 0.0])),
+            yaw_deg=section.number("yaw_deg", 15.0, low=-90.0, high=90.0),
+            path_time=section.number("path_time", 2.5, positive=True),
+            handle_xyz=tuple(section.vector("handle_xyz", 3, [0.45, 0.0, 0.02])),
             settle=settle,
         )
     else:

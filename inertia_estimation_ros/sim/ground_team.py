@@ -576,6 +576,9 @@ class _Runner:
         self.finished = False
         self.physics_wall_time = 0.0
         self.kp = m.actuator_gainprm[:, 0].copy()
+        self.followed = np.zeros(len(self.act_robot), dtype=bool)  # actuators under command
+        self.follow_ctrl = np.zeros(len(self.act_robot))
+        self._person_state: tuple | None = None
         self._begin_phase(0)
 
     def _warm_up(self) -> None:
@@ -649,6 +652,7 @@ class _Runner:
         self.kp = kp_new
         self.targets = self._human_guide_targets(plan) if plan.guide else None
         self.plan, self.phase, self.k = plan, index, 0
+        self._person_state = None
         start = float(self.data.time)
         end = start + plan.steps * self.model.opt.timestep
         self.phases.append(Phase(f"{index + 1}:{plan.program}", plan.program, start, end))
@@ -698,10 +702,15 @@ class _Runner:
         k, steps, every, payload = self.k, self.steps, self.every, self.payload
         report = max(int(self.scenario.duration / m.opt.timestep) // 200, 1)
         recorded = len(labels)
+        followed = self.followed if plan.follows_commands else np.zeros_like(self.followed)
+        follow_ctrl = self.follow_ctrl
         while k < plan.steps and d.time < limit:
             d.ctrl[:] = ctrl[k]
+            d.ctrl[followed] = follow_ctrl[followed]
             if targets is not None:
                 self._apply_guide(plan, targets, k)
+            if plan.person is not None and k >= plan.settle_steps:
+                self._apply_person(plan, k)
             if steps % every:
                 mujoco.mj_step(m, d)
             else:
@@ -759,6 +768,31 @@ class _Runner:
             phase_index=np.array(phase_index, dtype=int),
             first=first,
         )
+
+    def follow(self, index: int, T_w_i: np.ndarray, F_i: np.ndarray) -> None:
+        """Robot ``index`` follows a command from now on (in phases that follow commands): its
+        grasp pose T_w_i (inverse kinematics) and the wrench F_i (moment, force) to apply on
+        the payload in {i}: its slides' set-points are offset by the force over their
+        stiffness, so that the PD applies that force at rest (gimbal wrists pass no moment)."""
+        robot = self.scenario.robots[index]
+        T_i0_i = inverse(self.T_w_i0[index]) @ T_w_i
+        q = joint_positions(T_i0_i, robot.wrist_offset)[0]
+        mine = self.act_robot == index
+        kp = np.where(self.kp[mine] > 0, self.kp[mine], np.inf)
+        force = np.zeros(6)
+        force[:3] = T_i0_i[:3, :3] @ F_i[3:]
+        self.follow_ctrl[mine] = q[self.act_dof[mine]] + force[self.act_dof[mine]] / kp
+        self.followed[mine] = True
+
+    def _apply_person(self, plan: PhasePlan, k: int) -> None:
+        """The person's spring-damper wrench on the payload (world axes, about the CoM)."""
+        d = self.data
+        T_w_P = transform(d.xmat[self.payload].reshape(3, 3), d.xpos[self.payload])
+        t = (k - plan.settle_steps) * self.model.opt.timestep
+        wrench, _, _, self._person_state = plan.person.wrench(
+            t, T_w_P, d.xipos[self.payload], self._person_state
+        )
+        d.xfrc_applied[self.payload] = np.r_[wrench[3:], wrench[:3]]
 
     def _apply_guide(self, plan: PhasePlan, targets: tuple, k: int) -> None:
         """The human's spring-damper wrench on the payload CoM (world axes), now."""
@@ -973,6 +1007,16 @@ class GroundTeamStepper:
     def sample_period(self) -> float:
         """Simulation time between recording instants [s] (the fastest robot's period)."""
         return self._runner.every * self.scenario.physics.timestep
+
+    def command(self, robot_id: str, T_w_i: np.ndarray, F_i: np.ndarray) -> None:
+        """Robot ``robot_id`` follows this command from the next physics step on (in phases
+        that follow commands, ``collaborate``; the others play the protocol): its grasp
+        pose T_w_i in the world and the wrench F_i (moment, force) it applies on the payload,
+        in {i} (a hardware driver's impedance target, ``core.collaboration.following``)."""
+        ids = [r.robot_id for r in self.scenario.robots]
+        if robot_id not in ids:
+            raise ValueError(f"no robot {robot_id!r} in this scenario (robots: {ids})")
+        self._runner.follow(ids.index(robot_id), T_w_i, np.asarray(F_i, dtype=float))
 
     def urdfs(self) -> dict[str, str]:
         """Every robot's URDF (its ``robot_description``)."""

@@ -12,6 +12,7 @@ uncertified plan) is a diagnostic and the service's message, never a trajectory.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable
 
@@ -401,3 +402,7 @@ def _point(p: np.ndarray) -> Point:
 
 def main() -> int:
     return run_executable("planner_node")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,7 +8,9 @@ of a hardware driver or the Gazebo bridge, stamped on each robot's own clock. Gr
 goes to ``/ground_truth/...``, for evaluation only. TF as on hardware: ``world`` (REP-105) to
 each robot's home frame on /tf_static, and each robot's links as ``robot_state_publisher``
 publishes them from its URDF and joint states (``robot_tf.LinkTree``), so that RViz shows the
-robots and the coordinator's ``payload`` frames in one tree.
+robots and the coordinator's ``payload`` frames in one tree. Ground robots follow the
+commands their robot nodes publish (``~/command/pose`` and ``~/command/wrench``, issue 14):
+the simulated drivers take them as impedance targets, so that a planner closes the loop.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import math
 import sys
 import threading
 import time
+from functools import partial
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
-from geometry_msgs.msg import PoseStamped, TransformStamped, TwistStamped
+from geometry_msgs.msg import PoseStamped, TransformStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from std_msgs.msg import Header
@@ -32,7 +35,7 @@ from ...core.aerial.payload_controller import PayloadReference
 from ...sim import topics as ground_topics
 from ...sim.aerial import topics as aerial_topics
 from ...sim.scenario import ScenarioError, SimulationResult, load_scenario
-from ..conversions import pose_matrix, to_time, to_transform, twist_vector
+from ..conversions import pose_matrix, to_time, to_transform, twist_vector, wrench_vector
 from ..graph import data_file
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Topic
 from ..parameters import Param, ParameterError, declare
@@ -148,6 +151,20 @@ INTERFACE = NodeInterface(
             "aerial scenarios: the reference's twist in `world` (angular first in the core); "
             "zero until one arrives",
         ),
+        Topic(
+            "/{robot}/robot_node/command/pose",
+            "geometry_msgs/msg/PoseStamped",
+            "reliable",
+            "ground scenarios: the grasp pose the robot follows from then on, in `world_frame` "
+            "or a robot's home frame (`follow_commands`, `command_prefix`)",
+        ),
+        Topic(
+            "/{robot}/robot_node/command/wrench",
+            "geometry_msgs/msg/WrenchStamped",
+            "reliable",
+            "ground scenarios: the feed-forward wrench the robot applies on the payload, in "
+            "its grasp frame",
+        ),
     ],
     parameters=[
         Param(
@@ -193,6 +210,19 @@ INTERFACE = NodeInterface(
         ),
         Param("world_frame", "string", "world", "TF root of the simulation", nonempty=True),
         Param(
+            "follow_commands",
+            "bool",
+            True,
+            "ground robots follow the grasp pose and wrench commands of their robot nodes",
+        ),
+        Param(
+            "command_prefix",
+            "string",
+            "/{robot}/robot_node/command",
+            "each robot's command topics: <prefix>/pose and <prefix>/wrench ({robot}: its id)",
+            nonempty=True,
+        ),
+        Param(
             "wait_for_subscribers",
             "bool",
             False,
@@ -234,6 +264,7 @@ class SimNode(Node):
             if self._publishes(topic)
         }
         self._subscribe_reference()
+        self._subscribe_commands(first)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         self._trees: dict[str, LinkTree] = {}
         # Aerial scenarios have no URDF robots: their frames are drawn by the aerial markers.
@@ -341,6 +372,60 @@ class SimNode(Node):
         reference = PayloadReference(x=T[:3, 3], v=v, R=R, Omega=R.T @ omega)
         self.stepper.set_reference(reference)
 
+    def _subscribe_commands(self, first: SimulationResult) -> None:
+        """Ground robots: each robot's commanded grasp pose and feed-forward wrench."""
+        self.commands_followed = 0
+        self._commands: dict[str, list] = {}  # robot -> [T_w_i or None, F_i]
+        if not self.params.follow_commands or not hasattr(self.stepper, "command"):
+            return
+        truth = first.ground_truth
+        self._command_frames = {self.params.world_frame: np.eye(4)} | {
+            record.home_frame_id: truth.T_w_i0[rid] for rid, record in first.robots.items()
+        }
+        for rid, record in first.robots.items():
+            self._commands[rid] = [None, np.zeros(6), record.grasp_frame_id]
+            prefix = self.params.command_prefix.replace("{robot}", rid)
+            self.create_subscription(
+                PoseStamped, f"{prefix}/pose", partial(self._on_command_pose, rid), RELIABLE_QOS
+            )
+            self.create_subscription(
+                WrenchStamped,
+                f"{prefix}/wrench",
+                partial(self._on_command_wrench, rid),
+                RELIABLE_QOS,
+            )
+
+    def _on_command_pose(self, robot_id: str, msg: PoseStamped) -> None:
+        T_f_i = pose_matrix(msg.pose)
+        T_w_f = self._command_frames.get(msg.header.frame_id)
+        if T_w_f is None or not np.all(np.isfinite(T_f_i)):
+            self.get_logger().warning(
+                f"{robot_id}'s command pose ignored: frame {msg.header.frame_id!r} is none of "
+                f"{sorted(self._command_frames)}, or the pose is not finite",
+                throttle_duration_sec=5.0,
+            )
+            return
+        self._commands[robot_id][0] = T_w_f @ T_f_i
+        self._follow(robot_id)
+
+    def _on_command_wrench(self, robot_id: str, msg: WrenchStamped) -> None:
+        F_i, grasp_frame = wrench_vector(msg.wrench), self._commands[robot_id][2]
+        if msg.header.frame_id != grasp_frame or not np.all(np.isfinite(F_i)):
+            self.get_logger().warning(
+                f"{robot_id}'s command wrench ignored: it must be finite and in {grasp_frame!r} "
+                f"(got {msg.header.frame_id!r})",
+                throttle_duration_sec=5.0,
+            )
+            return
+        self._commands[robot_id][1] = F_i
+        self._follow(robot_id)
+
+    def _follow(self, robot_id: str) -> None:
+        T_w_i, F_i, _ = self._commands[robot_id]
+        if T_w_i is not None:
+            self.stepper.command(robot_id, T_w_i, F_i)
+            self.commands_followed += 1
+
     def _qos(self, topic: str, result: SimulationResult) -> QoSProfile:
         if topic in self._topics.latched_topics(result):
             return LATCHED_QOS
@@ -413,6 +498,7 @@ class SimNode(Node):
             "target real-time factor": self.params.real_time_factor or "as fast as possible",
             "achieved real-time factor": f"{simulated / max(wall, 1e-9):.2f}",
             "messages published": self.published,
+            "robot commands followed": self.commands_followed,
         }
         message = "scenario over" if self.stepper.done else f"running phase {self._phase}"
         self._diagnostics.publish(diagnostics(self, "OK", message, values))

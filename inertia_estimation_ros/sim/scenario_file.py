@@ -75,7 +75,7 @@ def _program_duration(program: Any) -> float:
         raise ScenarioError(f"excitation: expected a mapping, got {program!r}")
     settle = _number(program, "settle", 0.5)
     kind = program.get("program")
-    if kind in ("human_guided", "sphere"):
+    if kind in ("human_guided", "sphere", "collaborate"):
         return settle + _number(program, "duration")
     if kind == "static_holds":
         count = len(program.get("orientations_deg") or ())

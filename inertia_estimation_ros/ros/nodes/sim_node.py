@@ -376,7 +376,8 @@ class SimNode(Node):
         """Ground robots: each robot's commanded grasp pose and feed-forward wrench."""
         self.commands_followed = 0
         self._commands: dict[str, list] = {}  # robot -> [T_w_i or None, F_i]
-        if not self.params.follow_commands or not hasattr(self.stepper, "command"):
+        ground = first.scenario_type != "aerial_cable_team"  # aerial teams take a reference
+        if not (self.params.follow_commands and ground and hasattr(self.stepper, "command")):
             return
         truth = first.ground_truth
         self._command_frames = {self.params.world_frame: np.eye(4)} | {

@@ -40,7 +40,8 @@ PARAMETERS = {
 def test_planner_node_has_the_topics_of_its_interface(ros_context):
     expected, found, services = introspect(ros_context, "planner_node", "/", PARAMETERS, [])
     assert_matches(expected, found)
-    assert services == {"plan", "plan_balancing", "start", "stop"}  # + ~/admittance/start, stop
+    # + ~/admittance/start and stop; ~/enable turns the admittance on and off
+    assert services == {"plan", "plan_balancing", "start", "stop", "enable"}
 
 
 def test_an_object_too_narrow_for_the_inset_is_a_parameter_error(ros_context):

@@ -33,10 +33,44 @@ from .tray import TrayModel, interpolate, rollout, step_matrices
 
 METHODS = ("robust", "center", "top")
 FD_STEP = 1e-7  # forward-difference step of the balancing Jacobian
+# OSQP at 1e-4 (see docs/balancing.md); termination checked every 10 iterations (default
+# 25: the warm-started later SQP iterations converge in 10-20)
+OSQP_SETTINGS = {
+    "verbose": False,
+    "eps_abs": 1e-4,
+    "eps_rel": 1e-4,
+    "max_iter": 20000,
+    "polishing": False,
+    "check_termination": 25,
+}
 
 
 class PlanningError(RuntimeError):
     """No trajectory: the message names the cause and what to change."""
+
+
+def on_pattern(pattern: sp.csc_matrix, M: sp.csc_matrix) -> sp.csc_matrix:
+    """M with exactly the sparsity of ``pattern`` (M's nonzeros must lie on it): OSQP's
+    ``update`` takes new values for the pattern it was set up with, and scipy drops the
+    entries of a product that happen to be zero."""
+    pattern.sort_indices()
+    M = M.tocsc()
+    M.sort_indices()
+    keys = _linear_keys(pattern)
+    at = np.searchsorted(keys, _linear_keys(M))
+    if np.any(at >= len(keys)) or not np.array_equal(
+        keys[np.minimum(at, len(keys) - 1)], _linear_keys(M)
+    ):
+        raise ValueError("the matrix has entries off the fixed sparsity pattern")
+    data = np.zeros(pattern.nnz)
+    data[at] = M.data
+    return sp.csc_matrix((data, pattern.indices, pattern.indptr), shape=pattern.shape)
+
+
+def _linear_keys(M: sp.csc_matrix) -> np.ndarray:
+    """column-major linear index of each stored entry of a csc matrix (sorted indices)."""
+    columns = np.repeat(np.arange(M.shape[1]), np.diff(M.indptr))
+    return columns * M.shape[0] + M.indices
 
 
 @dataclass(frozen=True)
@@ -172,6 +206,7 @@ class TrayPlanner:
         self._thetas = np.array([v.theta for v in self.virtual])
         self._G = [v.G for v in self.virtual]
         self._G_all = sp.block_diag(self._G, format="csr")  # every object's contacts
+        self._P_pattern: sp.csc_matrix | None = None  # structural pattern of the cost's P
 
     # ----- indices ------------------------------------------------------------------
     def _x(self, k: int) -> slice:
@@ -305,11 +340,16 @@ class TrayPlanner:
         return J, residual - J @ z
 
     def _cost(self, z: np.ndarray, goal: np.ndarray) -> tuple[sp.csc_matrix, np.ndarray]:
-        """Gauss-Newton (P, q) of 1/2 |R(z)|^2 + the diagonal regularization, at z."""
+        """Gauss-Newton (P, q) of 1/2 |R(z)|^2 + the diagonal regularization, at z; P on
+        the fixed structural pattern of the upper triangle (``_P_pattern``)."""
         J, r0 = self._least_squares(z, goal)
-        P = (J.T.tocsr() @ J + sp.diags(self._diag)).tocsc()
+        if self._P_pattern is None:  # |J|^T |J| has no cancellations: every structural entry
+            ones = J.copy()
+            ones.data[:] = 1.0
+            self._P_pattern = sp.triu(ones.T.tocsr() @ ones + sp.identity(self.nz), format="csc")
+        P = sp.triu((J.T.tocsr() @ J + sp.diags(self._diag)).tocsc(), format="csc")
         q = J.T @ r0 - self._diag * self._target
-        return sp.triu(P, format="csc"), q
+        return on_pattern(self._P_pattern, P), q
 
     def _diagonal_weights(self) -> np.ndarray:
         """The regularization weights (diagonal Gauss-Newton terms), dt each: velocity,
@@ -344,17 +384,20 @@ class TrayPlanner:
         y = None
         began, began_cpu = time.perf_counter(), time.process_time()
         z[(N + 1) * nx + N * nq :] = np.tile(self._resting_forces(x0), N + 1)
+        solver = None
         for iteration in range(s.sqp_iterations):
             X, _ = self._split(z)
             terminal, value = self._terminal(X, goal)
             A = sp.vstack([A_fixed, terminal], format="csc")
             lo, hi = np.concatenate([lo_fixed, value]), np.concatenate([hi_fixed, value])
             P, q = self._cost(z, goal)
-            solver = osqp.OSQP()
-            solver.setup(
-                P, q, A, lo, hi, verbose=False, eps_abs=1e-4, eps_rel=1e-4, max_iter=20000,
-                polishing=iteration == s.sqp_iterations - 1,  # the iterates need no polish
-            )  # fmt: skip
+            if solver is None:  # set up (ordering, symbolic factorization) once per plan
+                solver, A_pattern = osqp.OSQP(), A
+                solver.setup(P, q, A, lo, hi, **OSQP_SETTINGS)
+            else:  # same sparsity: new values, numeric refactorization only
+                solver.update(q=q, l=lo, u=hi, Px=P.data, Ax=on_pattern(A_pattern, A).data)
+            if iteration == s.sqp_iterations - 1:  # the iterates need no polish
+                solver.update_settings(polishing=True)
             solver.warm_start(x=z, y=y)
             result = solver.solve(raise_error=False)
             status = result.info.status

@@ -6,7 +6,7 @@ the free-flying tray (``tray.TrayModel``) and the paper's 9-DoF Ridgeback + UR10
          + w_s/2 sum_k sum_objects |r_k|^2                          (soft balancing, w_s = 100)
     s.t. x_{k+1} = A x_k + B u_k    (exact triple integrator)       x_0 given
          q, dq, ddq, u within the model's limits, lambda in [0, 100] N
-         p(q_N) = p_d, dq_N = 0, ddq_N = 0                           (terminal, Eq. U-9)
+         p(q_N) = p_d, dq_N = 0, ddq_N = 0          (terminal, Eq. U-9; optional, notes §3.5)
 
 r_k = (Y(x_k) theta_j - G lambda_{k,j}) / sqrt(6 n_obj): the frictionless Newton-Euler
 residual of virtual object j (one per CoM-polytope vertex for "robust", Sec. IV-B), each
@@ -33,15 +33,14 @@ from .tray import TrayModel, interpolate, rollout, step_matrices
 
 METHODS = ("robust", "center", "top")
 FD_STEP = 1e-7  # forward-difference step of the balancing Jacobian
-# OSQP at 1e-4 (see docs/balancing.md); termination checked every 10 iterations (default
-# 25: the warm-started later SQP iterations converge in 10-20)
+# OSQP at 1e-4 (see docs/balancing.md), without polishing: on these QPs it failed on every
+# plan measured (status_polish -1) and only cost a factorization
 OSQP_SETTINGS = {
     "verbose": False,
     "eps_abs": 1e-4,
     "eps_rel": 1e-4,
     "max_iter": 20000,
     "polishing": False,
-    "check_termination": 25,
 }
 
 
@@ -95,6 +94,9 @@ class PlannerSettings:
     jerk_weight: float = 1e-3
     slack_weight: float = 100.0  # w_s of the soft balancing equalities
     goal_tolerance: float = 0.01  # [m] a plan ending farther from the goal is refused
+    # False: no terminal condition, as in the authors' OCS2 stack, whose multiple-shooting
+    # SQP drops it (notes §3.5): the position cost alone pulls the tray to the goal
+    terminal_constraint: bool = True
 
     @property
     def nodes(self) -> int:
@@ -247,7 +249,8 @@ class TrayPlanner:
             box_lo[self._u(k)], box_hi[self._u(k)] = -self.model.jerk_limit, self.model.jerk_limit
         box_lo[self._x(0)] = box_hi[self._x(0)] = x0
         at_rest = slice(self._x(N).start + nq, self._x(N).stop)
-        box_lo[at_rest] = box_hi[at_rest] = 0.0
+        if s.terminal_constraint:
+            box_lo[at_rest] = box_hi[at_rest] = 0.0
         A = sp.vstack([dyn.tocsr(), sp.identity(self.nz, format="csr")], format="csc")
         zero = np.zeros(N * nx)
         return A, np.concatenate([zero, box_lo]), np.concatenate([zero, box_hi])
@@ -387,17 +390,17 @@ class TrayPlanner:
         solver = None
         for iteration in range(s.sqp_iterations):
             X, _ = self._split(z)
-            terminal, value = self._terminal(X, goal)
-            A = sp.vstack([A_fixed, terminal], format="csc")
-            lo, hi = np.concatenate([lo_fixed, value]), np.concatenate([hi_fixed, value])
+            A, lo, hi = A_fixed, lo_fixed, hi_fixed
+            if s.terminal_constraint:
+                terminal, value = self._terminal(X, goal)
+                A = sp.vstack([A_fixed, terminal], format="csc")
+                lo, hi = np.concatenate([lo_fixed, value]), np.concatenate([hi_fixed, value])
             P, q = self._cost(z, goal)
             if solver is None:  # set up (ordering, symbolic factorization) once per plan
                 solver, A_pattern = osqp.OSQP(), A
                 solver.setup(P, q, A, lo, hi, **OSQP_SETTINGS)
             else:  # same sparsity: new values, numeric refactorization only
                 solver.update(q=q, l=lo, u=hi, Px=P.data, Ax=on_pattern(A_pattern, A).data)
-            if iteration == s.sqp_iterations - 1:  # the iterates need no polish
-                solver.update_settings(polishing=True)
             solver.warm_start(x=z, y=y)
             result = solver.solve(raise_error=False)
             status = result.info.status

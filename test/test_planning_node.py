@@ -54,6 +54,14 @@ def test_an_object_too_narrow_for_the_inset_is_a_parameter_error(ros_context):
         )
 
 
+def _planner_node(context: object, parameters: dict = PARAMETERS) -> PlannerNode:
+    return PlannerNode(
+        context=context,
+        parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()],
+        use_global_arguments=False,
+    )
+
+
 def _estimate(com_valid: bool, covariance_scale: float = 1e-6) -> PayloadEstimate:
     msg = PayloadEstimate()
     msg.com_valid = com_valid
@@ -64,11 +72,7 @@ def _estimate(com_valid: bool, covariance_scale: float = 1e-6) -> PayloadEstimat
 
 @pytest.mark.timeout(240)
 def test_refusals_then_a_certified_trajectory(ros_context):
-    node = PlannerNode(
-        context=ros_context,
-        parameter_overrides=[Parameter(k, value=v) for k, v in PARAMETERS.items()],
-        use_global_arguments=False,
-    )
+    node = _planner_node(ros_context)
     peer = Node("peer", context=ros_context)
     got = {"trajectory": [], "verification": [], "diagnostics": []}
     peer.create_subscription(
@@ -146,11 +150,7 @@ def test_the_plan_action_sends_feedback_per_iteration_and_a_certified_result(ros
     """``~/plan_balancing``: a refusal is an aborted goal with the reason; a plan sends one
     feedback per SQP iteration (1..3, residual and goal distance), then "verifying", and
     its result carries the certificate."""
-    node = PlannerNode(
-        context=ros_context,
-        parameter_overrides=[Parameter(k, value=v) for k, v in PARAMETERS.items()],
-        use_global_arguments=False,
-    )
+    node = _planner_node(ros_context)
     peer = Node("action_peer", context=ros_context)
     estimates = peer.create_publisher(PayloadEstimate, "/payload_estimate", LATCHED_QOS)
     client = ActionClient(peer, PlanBalancing, "/planner_node/plan_balancing")
@@ -208,11 +208,7 @@ def test_a_goal_canceled_mid_plan_ends_canceled_and_the_node_stays_usable(ros_co
         return progress(self, *args)
 
     monkeypatch.setattr(TrayPlanner, "_progress", first_iteration_waits)
-    node = PlannerNode(
-        context=ros_context,
-        parameter_overrides=[Parameter(k, value=v) for k, v in PARAMETERS.items()],
-        use_global_arguments=False,
-    )
+    node = _planner_node(ros_context)
     peer = Node("cancel_peer", context=ros_context)
     estimates = peer.create_publisher(PayloadEstimate, "/payload_estimate", LATCHED_QOS)
     trajectories = []
@@ -269,11 +265,7 @@ def test_the_papers_robot_gets_a_certified_joint_trajectory(ros_context):
 
     robot = MobileManipulator()
     overrides = PARAMETERS | {"robot": "ridgeback_ur10", "require_valid_estimate": False}
-    node = PlannerNode(
-        context=ros_context,
-        parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()],
-        use_global_arguments=False,
-    )
+    node = _planner_node(ros_context, overrides)
     peer = Node("robot_peer", context=ros_context)
     got = []
     peer.create_subscription(

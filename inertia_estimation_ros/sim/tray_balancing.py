@@ -132,7 +132,10 @@ def tray_motion(plan: TrayPlan, hold: float = 1.0) -> TrayMotion:
     it once per plan (for the 9-DoF robot it is forward kinematics at every step)."""
     steps = int(round((SETTLE + plan.times[-1] + hold) / TIMESTEP))
     times = np.arange(steps) * TIMESTEP - SETTLE
-    return TrayMotion(times, *tray_coordinates(plan, np.maximum(times, 0.0)))
+    q, v = tray_coordinates(plan, np.maximum(times, 0.0))
+    v[times > plan.times[-1]] = 0.0  # held still (a plan without the terminal condition
+    #   may end moving: the tray stops there, as the paper's tracking commands zero)
+    return TrayMotion(times, q, v)
 
 
 def replay(

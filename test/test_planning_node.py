@@ -5,6 +5,7 @@ and publishes a certified trajectory from an estimate and a goal."""
 from __future__ import annotations
 
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from test_readme_nodes import assert_matches, introspect
 from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
 
 from inertia_estimation_ros.action import PlanBalancing
+from inertia_estimation_ros.core.planning.planner import TrayPlanner
 from inertia_estimation_ros.msg import PayloadEstimate
 from inertia_estimation_ros.ros.interface import LATCHED_QOS, RELIABLE_QOS
 from inertia_estimation_ros.ros.nodes.planner_node import PlannerNode
@@ -53,6 +55,14 @@ def test_an_object_too_narrow_for_the_inset_is_a_parameter_error(ros_context):
         )
 
 
+def _planner_node(context: object, parameters: dict = PARAMETERS) -> PlannerNode:
+    return PlannerNode(
+        context=context,
+        parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()],
+        use_global_arguments=False,
+    )
+
+
 def _estimate(com_valid: bool, covariance_scale: float = 1e-6) -> PayloadEstimate:
     msg = PayloadEstimate()
     msg.com_valid = com_valid
@@ -63,11 +73,7 @@ def _estimate(com_valid: bool, covariance_scale: float = 1e-6) -> PayloadEstimat
 
 @pytest.mark.timeout(240)
 def test_refusals_then_a_certified_trajectory(ros_context):
-    node = PlannerNode(
-        context=ros_context,
-        parameter_overrides=[Parameter(k, value=v) for k, v in PARAMETERS.items()],
-        use_global_arguments=False,
-    )
+    node = _planner_node(ros_context)
     peer = Node("peer", context=ros_context)
     got = {"trajectory": [], "verification": [], "diagnostics": []}
     peer.create_subscription(
@@ -145,11 +151,7 @@ def test_the_plan_action_sends_feedback_per_iteration_and_a_certified_result(ros
     """``~/plan_balancing``: a refusal is an aborted goal with the reason; a plan sends one
     feedback per SQP iteration (1..3, residual and goal distance), then "verifying", and
     its result carries the certificate."""
-    node = PlannerNode(
-        context=ros_context,
-        parameter_overrides=[Parameter(k, value=v) for k, v in PARAMETERS.items()],
-        use_global_arguments=False,
-    )
+    node = _planner_node(ros_context)
     peer = Node("action_peer", context=ros_context)
     estimates = peer.create_publisher(PayloadEstimate, "/payload_estimate", LATCHED_QOS)
     client = ActionClient(peer, PlanBalancing, "/planner_node/plan_balancing")
@@ -194,6 +196,69 @@ def test_the_plan_action_sends_feedback_per_iteration_and_a_certified_result(ros
 
 
 @pytest.mark.timeout(240)
+def test_a_goal_canceled_mid_plan_ends_canceled_and_the_node_stays_usable(ros_context, monkeypatch):
+    """A cancel over DDS while the SQP runs: the goal ends CANCELED with the reason, nothing
+    is published, and the next goal is planned and certified. The planner waits in its
+    first iteration until the server has accepted the cancel (so the cancel lands mid-plan
+    on any machine, without timed sleeps)."""
+    cancel_accepted = threading.Event()
+    progress = TrayPlanner._progress
+
+    def first_iteration_waits(self, *args):
+        assert cancel_accepted.wait(120.0), "the cancel request never arrived"
+        return progress(self, *args)
+
+    monkeypatch.setattr(TrayPlanner, "_progress", first_iteration_waits)
+    node = _planner_node(ros_context)
+    peer = Node("cancel_peer", context=ros_context)
+    estimates = peer.create_publisher(PayloadEstimate, "/payload_estimate", LATCHED_QOS)
+    trajectories = []
+    peer.create_subscription(
+        MultiDOFJointTrajectory, "/planner_node/trajectory", trajectories.append, LATCHED_QOS
+    )
+    client = ActionClient(peer, PlanBalancing, "/planner_node/plan_balancing")
+    executor = MultiThreadedExecutor(num_threads=2, context=ros_context)  # one thread plans
+    executor.add_node(node)
+    executor.add_node(peer)
+    goal = PlanBalancing.Goal()
+    goal.goal.header.frame_id = "world"
+    goal.goal.point.x, goal.goal.point.z = 1.0, 1.0
+
+    def result_of(handle) -> tuple[PlanBalancing.Result, int]:
+        future = handle.get_result_async()
+        assert spin_until(executor, future.done, 120.0)
+        return future.result().result, future.result().status
+
+    try:
+        assert spin_until(executor, client.server_is_ready, 10.0)
+        estimates.publish(_estimate(com_valid=True))
+        assert spin_until(executor, lambda: node.estimate is not None, 10.0)
+        sent = client.send_goal_async(goal)
+        assert spin_until(executor, sent.done, 30.0) and sent.result().accepted
+        cancel = sent.result().cancel_goal_async()
+        assert spin_until(executor, cancel.done, 30.0)
+        assert len(cancel.result().goals_canceling) == 1  # the server accepted it
+        cancel_accepted.set()
+        result, status = result_of(sent.result())
+        assert status == GoalStatus.STATUS_CANCELED
+        assert not result.certified and "canceled" in result.message
+        assert np.isnan(result.max_violation)
+        spin_until(executor, lambda: False, 0.5)
+        assert not trajectories and node.last_outcome is None
+        sent = client.send_goal_async(goal)  # the node is not stuck: the next goal plans
+        assert spin_until(executor, sent.done, 30.0) and sent.result().accepted
+        result, status = result_of(sent.result())
+        assert status == GoalStatus.STATUS_SUCCEEDED and result.certified
+        assert spin_until(executor, lambda: len(trajectories) == 1, 10.0)
+    finally:
+        cancel_accepted.set()
+        executor.shutdown()
+        client.destroy()
+        peer.destroy_node()
+        node.destroy_node()
+
+
+@pytest.mark.timeout(240)
 def test_the_papers_robot_gets_a_certified_joint_trajectory(ros_context):
     """robot: ridgeback_ur10 plans the 9 joints from the home pose; the JointTrajectory ends
     at rest with the tray at the goal (forward kinematics)."""
@@ -201,11 +266,7 @@ def test_the_papers_robot_gets_a_certified_joint_trajectory(ros_context):
 
     robot = MobileManipulator()
     overrides = PARAMETERS | {"robot": "ridgeback_ur10", "require_valid_estimate": False}
-    node = PlannerNode(
-        context=ros_context,
-        parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()],
-        use_global_arguments=False,
-    )
+    node = _planner_node(ros_context, overrides)
     peer = Node("robot_peer", context=ros_context)
     got = []
     peer.create_subscription(

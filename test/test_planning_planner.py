@@ -104,3 +104,21 @@ def test_unreachable_goal_and_infeasible_horizon_are_refused():
         short.plan(START, GOAL)
     with pytest.raises(PlanningError, match="method"):
         TrayPlanner([OBJECT], "nominal", SETTINGS)
+
+
+def test_without_the_terminal_condition_the_cost_alone_pulls_the_tray_near_the_goal():
+    """``terminal_constraint=False`` (the authors' OCS2 stack, notes §3.5): no rows for
+    p(q_N) = p_d and no rest at the end, so the plan ends only near the goal, and is
+    refused if that is farther than the caller's tolerance."""
+    free = PlannerSettings(duration=5.0, terminal_constraint=False, goal_tolerance=0.3)
+    plan = TrayPlanner([OBJECT], "center", free).plan(START, GOAL)
+    constrained = TrayPlanner([OBJECT], "center", SETTINGS).plan(START, GOAL)
+    miss = np.linalg.norm(plan.X[-1, :3] - GOAL)
+    assert 1e-3 < miss < 0.3
+    assert np.abs(constrained.X[-1, 6:]).max() < 1e-3  # at rest only with the condition
+    with pytest.raises(PlanningError, match="from the goal"):
+        TrayPlanner(
+            [OBJECT],
+            "center",
+            PlannerSettings(duration=5.0, terminal_constraint=False, goal_tolerance=miss / 2),
+        ).plan(START, GOAL)

@@ -104,6 +104,9 @@ def test_branch_and_bound_finds_the_brute_force_maximum(case):
     assert result.max_violation == pytest.approx(np.max(brute), abs=1e-4)
     assert (result.time, result.row) == (1.0, int(np.argmax(brute[1])))
     assert result.sdp_solves < result.pairs  # the interval bounds screen the rest
+    assert result.exact and result.solved_max == result.max_violation
+    cut = verifier.verify(np.array([0.0, 1.0, 2.0]), Ys, max_solves=0)  # no budget: bounds
+    assert not cut.exact and cut.solved_max == -np.inf and cut.max_violation >= np.max(brute) - 1e-5
 
 
 # ----- estimate -> CoM polytope ------------------------------------------------------------

@@ -30,6 +30,7 @@ from .scenario import ScenarioError, Section, scenario_type
 
 FAILURE_DISTANCE = 0.5  # [m], the authors' threshold (notes §7.6)
 SETTLE = 0.5  # [s] of rest before the plan starts
+TIMESTEP = 0.001  # [s] MuJoCo's
 TRAY_HALF = (0.1425, 0.1425, 0.01)  # the paper's 28.5 cm x 28.5 cm x 2 cm tray [m]
 # MuJoCo joint order (x, y, z, yaw, pitch, roll) as indices of the planner's q
 JOINT_ORDER = np.array([0, 1, 2, 5, 4, 3])
@@ -60,7 +61,7 @@ def _model_xml(size: np.ndarray, com_offset: np.ndarray, inertia: np.ndarray, mu
     ix, iy, iz = inertia
     return f"""
 <mujoco model="tray_balancing">
-  <option timestep="0.001" gravity="0 0 -9.81" integrator="implicitfast"/>
+  <option timestep="{TIMESTEP}" gravity="0 0 -9.81" integrator="implicitfast"/>
   <worldbody>
     <body name="tray">
       {joints}
@@ -116,6 +117,27 @@ def tray_coordinates(plan: TrayPlan, t: np.ndarray) -> tuple[np.ndarray, np.ndar
     return q, np.column_stack([np.einsum("nij,nj->ni", R, V[:, 3:]), rates])
 
 
+@dataclass(frozen=True)
+class TrayMotion:
+    """The tray's joint targets at every physics step of a replay (see ``tray_motion``)."""
+
+    times: np.ndarray  # [s], negative during the settling before the plan
+    q: np.ndarray  # (n, 6) [x, y, z, roll, pitch, yaw]
+    v: np.ndarray  # (n, 6) their rates
+
+
+def tray_motion(plan: TrayPlan, hold: float = 1.0) -> TrayMotion:
+    """The tray's motion along ``plan`` at MuJoCo's time step, settling first and holding
+    ``hold`` s after: the same for every object replayed on the plan, so a sweep computes
+    it once per plan (for the 9-DoF robot it is forward kinematics at every step)."""
+    steps = int(round((SETTLE + plan.times[-1] + hold) / TIMESTEP))
+    times = np.arange(steps) * TIMESTEP - SETTLE
+    q, v = tray_coordinates(plan, np.maximum(times, 0.0))
+    v[times > plan.times[-1]] = 0.0  # held still (a plan without the terminal condition
+    #   may end moving: the tray stops there, as the paper's tracking commands zero)
+    return TrayMotion(times, q, v)
+
+
 def replay(
     plan: TrayPlan,
     size: np.ndarray,
@@ -124,20 +146,20 @@ def replay(
     mu: float = 0.2,
     hold: float = 1.0,
     record_every: int = 10,
+    motion: TrayMotion | None = None,
 ) -> TrayRun:
-    """Carry the box (centred on the tray) along the plan, then hold still for ``hold`` s."""
+    """Carry the box (centred on the tray) along the plan, then hold still for ``hold`` s;
+    ``motion``: ``tray_motion(plan, hold)`` if the caller has it already."""
     model = mujoco.MjModel.from_xml_string(_model_xml(size, com_offset, inertia, mu))
     data = mujoco.MjData(model)
-    start = tray_coordinates(plan, np.zeros(1))[0][0]
+    motion = tray_motion(plan, hold) if motion is None else motion
+    times, tray_q, tray_v = motion.times, motion.q, motion.v
+    start = tray_q[0]
     data.qpos[:NQ] = start[JOINT_ORDER]
     R0 = rotation(start)
     data.qpos[NQ : NQ + 3] = start[:3] + R0 @ np.array([0, 0, size[2] / 2 + 1e-4])
     data.qpos[NQ + 3 : NQ + 7] = _quaternion_wxyz(R0)
-    duration = plan.times[-1] + hold
-    steps = int(round((SETTLE + duration) / model.opt.timestep))
     tray_geom, object_geom = model.geom("tray").id, model.geom("object").id
-    times = np.arange(steps) * model.opt.timestep - SETTLE
-    tray_q, tray_v = tray_coordinates(plan, np.maximum(times, 0.0))
     joint_q, joint_v = tray_q[:, JOINT_ORDER], tray_v[:, JOINT_ORDER]
     records = []
     for step, t in enumerate(times):

@@ -6,14 +6,15 @@ the free-flying tray (``tray.TrayModel``) and the paper's 9-DoF Ridgeback + UR10
          + w_s/2 sum_k sum_objects |r_k|^2                          (soft balancing, w_s = 100)
     s.t. x_{k+1} = A x_k + B u_k    (exact triple integrator)       x_0 given
          q, dq, ddq, u within the model's limits, lambda in [0, 100] N
-         p(q_N) = p_d, dq_N = 0, ddq_N = 0                           (terminal, Eq. U-9)
+         p(q_N) = p_d, dq_N = 0, ddq_N = 0          (terminal, Eq. U-9; optional, notes §3.5)
 
 r_k = (Y(x_k) theta_j - G lambda_{k,j}) / sqrt(6 n_obj): the frictionless Newton-Euler
 residual of virtual object j (one per CoM-polytope vertex for "robust", Sec. IV-B), each
 with its own contact normal forces (notes §3.5); p(q) the tray position by forward
 kinematics (linearized, Gauss-Newton, as the terminal condition). Solved by 3 SQP
-iterations from the resting state; each QP is sparse and solved by OSQP, warm-started
-from the previous iterate. The limits are hard: a goal they cannot reach in time T is an
+iterations from the resting state; each QP is sparse and solved by OSQP, set up once per
+plan (the sparsity of P and A is fixed) and updated and warm-started from the previous
+iterate. The limits are hard: a goal they cannot reach in time T is an
 infeasible QP, reported as such.
 """
 
@@ -33,10 +34,43 @@ from .tray import TrayModel, interpolate, rollout, step_matrices
 
 METHODS = ("robust", "center", "top")
 FD_STEP = 1e-7  # forward-difference step of the balancing Jacobian
+# OSQP at 1e-4 (see docs/balancing.md), without polishing: on these QPs it failed on every
+# plan measured (status_polish -1 on 18 tray and 12 robot plans) and only cost a factorization
+OSQP_SETTINGS = {
+    "verbose": False,
+    "eps_abs": 1e-4,
+    "eps_rel": 1e-4,
+    "max_iter": 20000,
+    "polishing": False,
+}
 
 
 class PlanningError(RuntimeError):
     """No trajectory: the message names the cause and what to change."""
+
+
+def on_pattern(pattern: sp.csc_matrix, M: sp.csc_matrix) -> sp.csc_matrix:
+    """M with exactly the sparsity of ``pattern`` (M's nonzeros must lie on it): OSQP's
+    ``update`` takes new values for the pattern it was set up with, and scipy drops the
+    entries of a product that happen to be zero."""
+    pattern.sort_indices()
+    M = M.tocsc()
+    M.sort_indices()
+    keys = _linear_keys(pattern)
+    at = np.searchsorted(keys, _linear_keys(M))
+    if np.any(at >= len(keys)) or not np.array_equal(
+        keys[np.minimum(at, len(keys) - 1)], _linear_keys(M)
+    ):
+        raise ValueError("the matrix has entries off the fixed sparsity pattern")
+    data = np.zeros(pattern.nnz)
+    data[at] = M.data
+    return sp.csc_matrix((data, pattern.indices, pattern.indptr), shape=pattern.shape)
+
+
+def _linear_keys(M: sp.csc_matrix) -> np.ndarray:
+    """column-major linear index of each stored entry of a csc matrix (sorted indices)."""
+    columns = np.repeat(np.arange(M.shape[1]), np.diff(M.indptr))
+    return columns * M.shape[0] + M.indices
 
 
 @dataclass(frozen=True)
@@ -61,6 +95,9 @@ class PlannerSettings:
     jerk_weight: float = 1e-3
     slack_weight: float = 100.0  # w_s of the soft balancing equalities
     goal_tolerance: float = 0.01  # [m] a plan ending farther from the goal is refused
+    # False: no terminal condition, as in the authors' OCS2 stack, whose multiple-shooting
+    # SQP drops it (notes §3.5): the position cost alone pulls the tray to the goal
+    terminal_constraint: bool = True
 
     @property
     def nodes(self) -> int:
@@ -172,6 +209,7 @@ class TrayPlanner:
         self._thetas = np.array([v.theta for v in self.virtual])
         self._G = [v.G for v in self.virtual]
         self._G_all = sp.block_diag(self._G, format="csr")  # every object's contacts
+        self._P_pattern: sp.csc_matrix | None = None  # structural pattern of the cost's P
 
     # ----- indices ------------------------------------------------------------------
     def _x(self, k: int) -> slice:
@@ -212,7 +250,8 @@ class TrayPlanner:
             box_lo[self._u(k)], box_hi[self._u(k)] = -self.model.jerk_limit, self.model.jerk_limit
         box_lo[self._x(0)] = box_hi[self._x(0)] = x0
         at_rest = slice(self._x(N).start + nq, self._x(N).stop)
-        box_lo[at_rest] = box_hi[at_rest] = 0.0
+        if s.terminal_constraint:
+            box_lo[at_rest] = box_hi[at_rest] = 0.0
         A = sp.vstack([dyn.tocsr(), sp.identity(self.nz, format="csr")], format="csc")
         zero = np.zeros(N * nx)
         return A, np.concatenate([zero, box_lo]), np.concatenate([zero, box_hi])
@@ -305,11 +344,16 @@ class TrayPlanner:
         return J, residual - J @ z
 
     def _cost(self, z: np.ndarray, goal: np.ndarray) -> tuple[sp.csc_matrix, np.ndarray]:
-        """Gauss-Newton (P, q) of 1/2 |R(z)|^2 + the diagonal regularization, at z."""
+        """Gauss-Newton (P, q) of 1/2 |R(z)|^2 + the diagonal regularization, at z; P on
+        the fixed structural pattern of the upper triangle (``_P_pattern``)."""
         J, r0 = self._least_squares(z, goal)
-        P = (J.T.tocsr() @ J + sp.diags(self._diag)).tocsc()
+        if self._P_pattern is None:  # |J|^T |J| has no cancellations: every structural entry
+            ones = J.copy()
+            ones.data[:] = 1.0
+            self._P_pattern = sp.triu(ones.T.tocsr() @ ones + sp.identity(self.nz), format="csc")
+        P = sp.triu((J.T.tocsr() @ J + sp.diags(self._diag)).tocsc(), format="csc")
         q = J.T @ r0 - self._diag * self._target
-        return sp.triu(P, format="csc"), q
+        return on_pattern(self._P_pattern, P), q
 
     def _diagonal_weights(self) -> np.ndarray:
         """The regularization weights (diagonal Gauss-Newton terms), dt each: velocity,
@@ -344,17 +388,20 @@ class TrayPlanner:
         y = None
         began, began_cpu = time.perf_counter(), time.process_time()
         z[(N + 1) * nx + N * nq :] = np.tile(self._resting_forces(x0), N + 1)
+        solver = None
         for iteration in range(s.sqp_iterations):
             X, _ = self._split(z)
-            terminal, value = self._terminal(X, goal)
-            A = sp.vstack([A_fixed, terminal], format="csc")
-            lo, hi = np.concatenate([lo_fixed, value]), np.concatenate([hi_fixed, value])
+            A, lo, hi = A_fixed, lo_fixed, hi_fixed
+            if s.terminal_constraint:
+                terminal, value = self._terminal(X, goal)
+                A = sp.vstack([A_fixed, terminal], format="csc")
+                lo, hi = np.concatenate([lo_fixed, value]), np.concatenate([hi_fixed, value])
             P, q = self._cost(z, goal)
-            solver = osqp.OSQP()
-            solver.setup(
-                P, q, A, lo, hi, verbose=False, eps_abs=1e-4, eps_rel=1e-4, max_iter=20000,
-                polishing=iteration == s.sqp_iterations - 1,  # the iterates need no polish
-            )  # fmt: skip
+            if solver is None:  # set up (ordering, symbolic factorization) once per plan
+                solver, A_pattern = osqp.OSQP(), A
+                solver.setup(P, q, A, lo, hi, **OSQP_SETTINGS)
+            else:  # same sparsity: new values, numeric refactorization only
+                solver.update(q=q, l=lo, u=hi, Px=P.data, Ax=on_pattern(A_pattern, A).data)
             solver.warm_start(x=z, y=y)
             result = solver.solve(raise_error=False)
             status = result.info.status

@@ -37,6 +37,7 @@ class Verification:
     sdp_solves: int
     pairs: int  # (instant, row) pairs covered
     exact: bool  # False: the solve budget ran out and max_violation is an upper bound
+    solved_max: float = -np.inf  # the largest SDP value solved: max_violation >= it
 
 
 class WorstCaseVerifier:
@@ -86,6 +87,7 @@ class WorstCaseVerifier:
         bounds = self.upper_bounds(C)
         order = np.argsort(-bounds)
         best, best_pair, solves, exact = -np.inf, int(order[0]), 0, True
+        solved = -np.inf
         for pair in order:
             if bounds[pair] <= best:
                 break
@@ -95,7 +97,7 @@ class WorstCaseVerifier:
             value = self.worst_case(C[pair])
             solves += 1
             if value > best:
-                best, best_pair = value, int(pair)
+                best, best_pair, solved = value, int(pair), value
         t_index, row = divmod(best_pair, len(self.H))
         return Verification(
             max_violation=float(best),
@@ -105,4 +107,5 @@ class WorstCaseVerifier:
             sdp_solves=solves,
             pairs=len(C),
             exact=exact,
+            solved_max=float(solved),
         )

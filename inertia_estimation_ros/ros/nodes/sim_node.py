@@ -307,7 +307,8 @@ class SimNode(Node):
     def _throttled_tf(self, chunk: SimulationResult) -> None:
         """Each robot's newest state on /tf, at most every TF_PERIOD and at the end."""
         for rid, record in chunk.robots.items():
-            if len(record.stamp) or len(record.grasp.t):
+            drawn = record.stamp if rid in self._trees else record.grasp.t  # see _publish_tf
+            if len(drawn):
                 self._tf_pending[rid] = record
         if self.stepper.done or time.monotonic() - self._last_tf >= TF_PERIOD:
             self._last_tf = time.monotonic()

@@ -519,7 +519,7 @@ class RobotNode(Node):
 
 
 def main() -> int:
-    return run_executable("robot_node", executor="single")  # see sim_node.main
+    return run_executable("robot_node")
 
 
 if __name__ == "__main__":

@@ -108,7 +108,7 @@ def test_two_teams_under_their_namespaces_estimate_independently(tmp_path):
         listener.create_subscription(
             PayloadEstimate, f"{team}/payload_estimate", estimates[team].append, LATCHED_QOS
         )
-    groups = [start_graph(graph.under(team), own_context()) for team in teams]
+    groups = [start_graph(graph.under(team), own_context(), "multi") for team in teams]
     assert [n.get_fully_qualified_name() for g in groups for n in g.nodes] == [
         "/team_a/coordinator_node",
         "/team_b/coordinator_node",
@@ -168,7 +168,7 @@ def test_an_ft_driver_on_its_own_topic_works_by_remapping_alone(tmp_path, gimbal
         "remappings": {"ft_sensor": FT_DRIVER},
     }
     graph = load_graph(write(tmp_path, {f"/{rid}/robot_node": body})).under("/team_a")
-    (group,) = [start_graph(graph, own_context())]
+    (group,) = [start_graph(graph, own_context(), "multi")]
     context = own_context()
     driver = Node("driver", namespace=f"/team_a/{rid}", context=context)
     out: list[GraspState] = []

@@ -193,13 +193,13 @@ def test_ctrl_c_stops_the_graph_cleanly(ros_context, tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_the_nodes_run_on_a_multi_threaded_executor_too(tmp_path):
-    """The node classes run in any executor: the graph on rclpy's MultiThreadedExecutor, with
+def test_the_nodes_run_on_a_single_threaded_executor_too(tmp_path):
+    """The node classes run in any executor: the graph on rclpy's SingleThreadedExecutor, with
     the simulation as fast as it goes, ends with it, and every robot node has published all."""
     context = Context()
     rclpy.init(context=context)
     config = config_file(tmp_path, real_time_factor=0.0)
-    group = start_graph(load_graph(config), context, executor="multi")
+    group = start_graph(load_graph(config), context, executor="single")
     try:
         assert group.wait(timeout=90), "the simulation did not end"
         robots = [n for n in group.nodes if n.get_name() == "robot_node"]

@@ -118,6 +118,7 @@ def handle_in_world(T_w_s: np.ndarray, T_P_s: np.ndarray) -> np.ndarray:
     return (T_w_s @ sp.inverse(T_P_s) @ np.r_[HANDLE_P, 1.0])[:3]
 
 
+@pytest.mark.closed_loop  # not in `make test`: failed 1 of 2 fresh-clone CI runs (issue 14)
 @pytest.mark.timeout(300)
 def test_a_person_moves_the_payload_through_the_nodes_and_the_robots_hold_without_them(
     tmp_path,

@@ -1,10 +1,9 @@
 """``bringup <config.yaml>``: run a config's graph with one command, without ``ros2 launch``.
 
 The same graph from the same YAML as the launch files (``ros.graph``). By default every node
-runs in this process on one ``SingleThreadedExecutor`` (``--executor multi``: a
-``MultiThreadedExecutor``, which spins while a busy callback's entity is ready and so starves
-its own workers of the GIL on a loaded machine); with ``--processes`` each node runs as its
-own executable, given the config as its parameter file, as ``ros2 launch`` starts them.
+runs in this process on one ``MultiThreadedExecutor`` (``--executor single``: a
+``SingleThreadedExecutor``); with ``--processes`` each node runs as its own executable, given
+the config as its parameter file, as ``ros2 launch`` starts them.
 Ctrl-C or SIGTERM stops the graph cleanly; so does a node that finishes (``sim_node`` with
 ``exit_when_done``) or, with ``--processes``, any child that exits.
 
@@ -33,7 +32,7 @@ from .parameters import ParameterError
 from .runtime import EXECUTORS, SHUTDOWN_TIMEOUT, NodeGroup, run_until_interrupted
 
 
-def start_graph(graph: Graph, context: Context, executor: str = "single") -> NodeGroup:
+def start_graph(graph: Graph, context: Context, executor: str = "multi") -> NodeGroup:
     """Construct every node of the graph in ``context`` and start spinning them (in a thread).
 
     A node that rejects its parameters raises ParameterError after the nodes built so far
@@ -58,7 +57,7 @@ def start_graph(graph: Graph, context: Context, executor: str = "single") -> Nod
     return NodeGroup(nodes, context, executor).start()
 
 
-def run_in_process(graph: Graph, executor: str = "single") -> int:
+def run_in_process(graph: Graph, executor: str = "multi") -> int:
     context = Context()
     rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     try:
@@ -157,9 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--executor",
         choices=sorted(EXECUTORS),
-        default="single",
-        help="rclpy executor of the in-process graph: SingleThreadedExecutor (default: Python "
-        "runs one thread at a time anyway) or MultiThreadedExecutor",
+        default="multi",
+        help="rclpy executor of the in-process graph: MultiThreadedExecutor (default) or "
+        "SingleThreadedExecutor (less CPU under Python's global interpreter lock)",
     )
     parser.add_argument(
         "--use-sim-time",

@@ -56,6 +56,7 @@ WRENCH_SOURCES = ("ft_sensor", "joint_efforts", "none")
 FT_MEASURES = ("wrench_on_robot", "wrench_on_payload")
 GRAVITY_SOURCES = ("home_frame", "imu", "none")
 RATE_INTERVALS = 5  # a stream's rate is the median of its first steps
+HELD_BEFORE_URDF = 2000  # messages kept while the URDF has not arrived (2 s at 1 kHz)
 
 
 @dataclass(frozen=True)
@@ -244,13 +245,15 @@ class GraspSignals:
         self._held: dict[str, np.ndarray] = {}  # joint -> (q, dq, tau) of secondary sources
         self._primary: set[str] = set()  # chain joints of the source that makes the samples
         self._g_i0 = np.asarray(settings.gravity_i0, dtype=float)
+        self._before_urdf: deque[tuple[Callable[..., list[GraspSample]], tuple]] = deque()
         self._restart_state()
         if urdf is not None:
             self.set_urdf(urdf)
 
     # ----- set-up -------------------------------------------------------------------------
-    def set_urdf(self, urdf: str) -> None:
-        """Load the robot's URDF (raises ``RobotModelError`` naming what is wrong) and restart."""
+    def set_urdf(self, urdf: str) -> list[GraspSample]:
+        """Load the robot's URDF (raises ``RobotModelError`` naming what is wrong) and restart.
+        Returns the samples completed by the messages held while it was missing."""
         kinematics = RobotKinematics(
             urdf, self.settings.grasp_frame, self.settings.compensate_robot_dynamics
         )
@@ -258,6 +261,26 @@ class GraspSignals:
         self.kinematics = kinematics
         self._frames, self._held, self._primary = {}, {}, set()
         self._restart_state()
+        held, self._before_urdf = self._before_urdf, deque()
+        return [sample for add, args in held for sample in add(*args)]
+
+    def _hold_until_urdf(self, add: Callable[..., list[GraspSample]], *args: object) -> list:
+        """Keep a message that needs the URDF (joint states, and the F/T and IMU samples that
+        pair with them) until it arrives; beyond HELD_BEFORE_URDF the oldest is dropped."""
+        if len(self._before_urdf) == HELD_BEFORE_URDF:
+            self._before_urdf.popleft()
+            self.rejected["no_urdf"] += 1
+            self.last_error = (
+                f"no_urdf: more than {HELD_BEFORE_URDF} messages before the robot's URDF "
+                "(robot_description); the oldest are dropped"
+            )
+        copies = tuple(np.array(a) if isinstance(a, np.ndarray) else a for a in args)
+        self._before_urdf.append((add, copies))
+        return []
+
+    @property
+    def _waiting_for_urdf(self) -> bool:
+        return self.kinematics is None and self.settings.kinematics_source == "joint_states"
 
     def _restart_state(self) -> None:
         for stream in self._streams.values():
@@ -314,6 +337,10 @@ class GraspSignals:
         joint of the source that has it only updates the values held for its joints; one
         with it makes a sample, its missing joints taking their held values (so they must
         move slowly against the output rate). Anything else lacking joints is refused."""
+        if self._waiting_for_urdf:
+            return self._hold_until_urdf(
+                self.add_joint_state, stamp, list(names), position, velocity, effort
+            )
         if self._holds(names, position, velocity, effort):
             return []
         return self._guarded("joint_states", stamp, self._joints, names, position, velocity, effort)
@@ -340,12 +367,18 @@ class GraspSignals:
 
     def add_wrench(self, stamp: float, frame_id: str, W_f: np.ndarray) -> list[GraspSample]:
         """An F/T reading (moment, force) in its sensor frame ``frame_id``."""
+        if self._waiting_for_urdf:
+            return self._hold_until_urdf(self.add_wrench, stamp, frame_id, W_f)
         return self._guarded("ft_sensor", stamp, self._wrench, frame_id, W_f)
 
     def add_imu(
         self, stamp: float, frame_id: str, angular_velocity: np.ndarray, specific_force: np.ndarray
     ) -> list[GraspSample]:
         """An IMU sample in ``frame_id``: gyro [rad/s] and accelerometer (a - g) [m/s^2]."""
+        if self._waiting_for_urdf:
+            return self._hold_until_urdf(
+                self.add_imu, stamp, frame_id, angular_velocity, specific_force
+            )
         return self._guarded(
             "imu", stamp, self._imu_sample, frame_id, angular_velocity, specific_force
         )
@@ -379,10 +412,6 @@ class GraspSignals:
         if self.settings.kinematics_source != "joint_states":
             raise _BadInputError(
                 "unused_stream", "joint states arrive but kinematics_source is not joint_states"
-            )
-        if self.kinematics is None:
-            raise _BadInputError(
-                "no_urdf", "joint states before the robot's URDF (robot_description)"
             )
         use_effort = self.settings.wrench_source == "joint_efforts"
         sizes = [len(position), len(velocity)] + ([len(effort)] if use_effort else [])

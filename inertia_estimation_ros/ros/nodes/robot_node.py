@@ -384,9 +384,10 @@ class RobotNode(Node):
             return
         self._urdf = msg.data
         try:
-            self.signals.set_urdf(msg.data)
+            held = self.signals.set_urdf(msg.data)
             self.model_error = ""
             self.get_logger().info(f"robot_description received ({len(msg.data)} characters)")
+            self._publish(held)
         except RobotModelError as error:
             self.model_error = f"robot_description cannot be used: {error}"
             self.get_logger().error(self.model_error)

@@ -49,28 +49,22 @@ class PlanningError(RuntimeError):
     """No trajectory: the message names the cause and what to change."""
 
 
-def on_pattern(pattern: sp.csc_matrix, M: sp.csc_matrix) -> sp.csc_matrix:
-    """M with exactly the sparsity of ``pattern`` (M's nonzeros must lie on it): OSQP's
-    ``update`` takes new values for the pattern it was set up with, and scipy drops the
-    entries of a product that happen to be zero."""
-    pattern.sort_indices()
-    M = M.tocsc()
-    M.sort_indices()
-    keys = _linear_keys(pattern)
-    at = np.searchsorted(keys, _linear_keys(M))
-    if np.any(at >= len(keys)) or not np.array_equal(
-        keys[np.minimum(at, len(keys) - 1)], _linear_keys(M)
-    ):
-        raise ValueError("the matrix has entries off the fixed sparsity pattern")
-    data = np.zeros(pattern.nnz)
-    data[at] = M.data
-    return sp.csc_matrix((data, pattern.indices, pattern.indptr), shape=pattern.shape)
+class FixedPattern:
+    """A sparse (CSC) matrix of fixed sparsity assembled from one value per entry: the
+    entries (rows, cols), distinct, are given once and ``data(values)`` orders values given
+    in that order as the CSC data, what OSQP's ``update(Px=..., Ax=...)`` takes."""
 
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]):
+        self._order = np.lexsort((rows, cols))  # column-major, rows ascending in a column
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=shape[1]))])
+        self.indices, self.indptr, self.shape = rows[self._order], indptr, shape
 
-def _linear_keys(M: sp.csc_matrix) -> np.ndarray:
-    """column-major linear index of each stored entry of a csc matrix (sorted indices)."""
-    columns = np.repeat(np.arange(M.shape[1]), np.diff(M.indptr))
-    return columns * M.shape[0] + M.indices
+    def data(self, values: np.ndarray) -> np.ndarray:
+        return values[self._order]
+
+    def matrix(self, data: np.ndarray) -> sp.csc_matrix:
+        """The matrix with the CSC data ``data`` (as ``data`` orders it)."""
+        return sp.csc_matrix((data, self.indices, self.indptr), shape=self.shape)
 
 
 @dataclass(frozen=True)
@@ -204,12 +198,14 @@ class TrayPlanner:
         self.nl = int(sum(self.n_lambda))
         self.nz = (self.N + 1) * self.nx + self.N * self.nq + (self.N + 1) * self.nl
         self._scale = 1.0 / np.sqrt(6.0 * len(self.virtual))
-        self._rows, self._cols, self._lam_values = self._structure()
         self._diag = self._diagonal_weights()
         self._thetas = np.array([v.theta for v in self.virtual])
         self._G = [v.G for v in self.virtual]
         self._G_all = sp.block_diag(self._G, format="csr")  # every object's contacts
-        self._P_pattern: sp.csc_matrix | None = None  # structural pattern of the cost's P
+        self._node_cols = self._node_columns()
+        self._J_fixed = self._constant_jacobian()
+        self._P, self._P_blocks = self._cost_pattern()
+        self._A, self._A_fixed = self._constraint_pattern()
 
     # ----- indices ------------------------------------------------------------------
     def _x(self, k: int) -> slice:
@@ -230,8 +226,10 @@ class TrayPlanner:
         return X, lam
 
     # ----- problem pieces ------------------------------------------------------------
-    def _linear_constraints(self, x0: np.ndarray) -> tuple:
-        """(A, l, u) without the terminal position rows: dynamics, initial state, bounds."""
+    def _constraint_pattern(self) -> tuple[FixedPattern, np.ndarray]:
+        """A's fixed sparsity and the values of its fixed rows: dynamics, the identity of the
+        bounds, then (terminal condition) the 3 rows of the linearized p(q_N) = p_d, whose
+        values ``_terminal`` gives at each iteration."""
         s, N, nx, nq = self.settings, self.N, self.nx, self.nq
         A_d, B_d = step_matrices(s.dt, nq)
         shift = sp.eye(N, N + 1, k=1)
@@ -242,6 +240,18 @@ class TrayPlanner:
                 sp.csr_matrix((N * nx, (N + 1) * self.nl)),
             ]
         )
+        fixed = sp.vstack([dyn, sp.identity(self.nz)], format="coo")
+        rows, cols = fixed.row, fixed.col
+        if s.terminal_constraint:
+            q_N = self._x(N).start + np.arange(nq)
+            rows = np.concatenate([rows, fixed.shape[0] + np.repeat(np.arange(3), nq)])
+            cols = np.concatenate([cols, np.tile(q_N, 3)])
+        shape = (fixed.shape[0] + 3 * s.terminal_constraint, self.nz)
+        return FixedPattern(rows, cols, shape), fixed.data
+
+    def _bounds(self, x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(l, u) of the fixed rows of A: dynamics, initial state, limits, resting at the end."""
+        s, N, nx, nq = self.settings, self.N, self.nx, self.nq
         box_lo, box_hi = np.full(self.nz, -np.inf), np.full(self.nz, np.inf)
         for k in range(N + 1):
             box_lo[self._x(k)], box_hi[self._x(k)] = self.model.state_lo, self.model.state_hi
@@ -252,19 +262,13 @@ class TrayPlanner:
         at_rest = slice(self._x(N).start + nq, self._x(N).stop)
         if s.terminal_constraint:
             box_lo[at_rest] = box_hi[at_rest] = 0.0
-        A = sp.vstack([dyn.tocsr(), sp.identity(self.nz, format="csr")], format="csc")
         zero = np.zeros(N * nx)
-        return A, np.concatenate([zero, box_lo]), np.concatenate([zero, box_hi])
+        return np.concatenate([zero, box_lo]), np.concatenate([zero, box_hi])
 
-    def _terminal(self, X: np.ndarray, goal: np.ndarray) -> tuple:
-        """Linearized p(q_N) = p_d: (rows, value) with rows @ z = value."""
+    def _terminal(self, X: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Linearized p(q_N) = p_d: (dp/dq (3, nq), value) with dp/dq q_N = value."""
         p, J = self.model.positions(X[-1, : self.nq])
-        start = self._x(self.N).start
-        cols = np.tile(np.arange(start, start + self.nq), 3)
-        rows = sp.csr_matrix(
-            (J[0].ravel(), (np.repeat(np.arange(3), self.nq), cols)), shape=(3, self.nz)
-        )
-        return rows, goal - p[0] + J[0] @ X[-1, : self.nq]
+        return J[0], goal - p[0] + J[0] @ X[-1, : self.nq]
 
     def _balancing(self, X: np.ndarray, lam: np.ndarray) -> np.ndarray:
         """r (N+1, n_obj, 6): scaled frictionless Newton-Euler residuals (notes §3.5)."""
@@ -291,69 +295,72 @@ class TrayPlanner:
                 dY[..., i] = (self.model.regressors(X + dx) - Y) / FD_STEP
         return self._scale * np.einsum("nwpi,jp->njwi", dY, self._thetas)
 
-    def _structure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Row and column indices of the balancing Jacobian's structural nonzeros (fixed:
-        the state entries that enter the regressor, the nonzeros of each G), and the
-        constant lambda part of its values."""
-        N, n_obj, nx = self.N, len(self.virtual), self.nx
-        fd = self.model.fd_indices
-        rows, cols, lam_values, self._lam_counts = [], [], [], []
-        node_rows = 6 * n_obj * np.arange(N + 1)[:, None]
-        offset = 0
-        for j, (v, n) in enumerate(zip(self.virtual, self.n_lambda, strict=True)):
-            rr = 6 * j + np.arange(6)
-            rows.append(np.repeat(rr, len(fd))[None, :] + node_rows)
-            cols.append(np.tile(fd, 6)[None, :] + nx * np.arange(N + 1)[:, None])
-            g_rows, g_cols = np.nonzero(v.G)
-            rows.append(rr[g_rows][None, :] + node_rows)
-            lam_start = (N + 1) * nx + N * self.nq + offset
-            cols.append(g_cols[None, :] + lam_start + self.nl * np.arange(N + 1)[:, None])
-            lam_values.append(
-                np.broadcast_to(-self._scale * v.G[g_rows, g_cols], (N + 1, len(g_rows)))
+    def _node_columns(self) -> np.ndarray:
+        """(N+1, nx + n_lambda): each node's state and normal forces, the only variables its
+        least-squares residuals depend on (P is block diagonal in them)."""
+        k = np.arange(self.N + 1)[:, None]
+        lam0 = self._lam(0).start
+        return np.hstack([self._x(0).start + self.nx * k + np.arange(self.nx),
+                          lam0 + self.nl * k + np.arange(self.nl)])  # fmt: skip
+
+    def _constant_jacobian(self) -> np.ndarray:
+        """One node's residual Jacobian (6 n_obj + 3, nx + n_lambda) holding its constant part,
+        -sqrt(w_s) s G_j for each virtual object's normal forces; rows: the soft balancing
+        sqrt(w_s) r (6 per virtual object), then the position sqrt(dt w_p) p(q_k)."""
+        n_obj = len(self.virtual)
+        J = np.zeros((6 * n_obj + 3, self.nx + self.nl))
+        col = self.nx
+        for j, G in enumerate(self._G):
+            J[6 * j : 6 * j + 6, col : col + G.shape[1]] = (
+                -np.sqrt(self.settings.slack_weight) * self._scale * G
             )
-            self._lam_counts.append(len(g_rows))
-            offset += n
-        return np.hstack(rows).ravel(), np.hstack(cols).ravel(), np.hstack(lam_values)
+            col += G.shape[1]
+        return J
 
-    def _least_squares(self, z: np.ndarray, goal: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
-        """(J, r0) with the nonlinear residuals R(z') ~ J z' + r0 near z: soft balancing
-        (sqrt(w_s) r) and the position error (sqrt(dt w_p) (p(q_k) - p_d))."""
-        N, n_obj, nx, s = self.N, len(self.virtual), self.nx, self.settings
+    def _cost_pattern(self) -> tuple[FixedPattern, np.ndarray]:
+        """P's upper triangle: each node's structural nonzeros of J_k^T J_k (the state entries
+        that enter the regressor, each object's contacts, q in the position) and the
+        diagonal, then the jerks' diagonal; and where each node entry lies in the node blocks
+        (N+1, nloc, nloc) flattened."""
+        N, nloc, n_bal = self.N, self._J_fixed.shape[1], 6 * len(self.virtual)
+        S = (self._J_fixed != 0).astype(float)
+        S[:n_bal, self.model.fd_indices] = 1.0
+        S[n_bal:, : self.nq] = 1.0
+        i, j = np.nonzero(np.triu(S.T @ S + np.eye(nloc)))
+        blocks = (nloc * nloc * np.arange(N + 1)[:, None] + nloc * i + j).ravel()
+        jerks = np.arange(self._u(0).start, self._u(N - 1).stop)
+        rows = np.concatenate([self._node_cols[:, i].ravel(), jerks])
+        cols = np.concatenate([self._node_cols[:, j].ravel(), jerks])
+        return FixedPattern(rows, cols, (self.nz, self.nz)), blocks
+
+    def _least_squares(self, z: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(J (N+1, rows, nloc), R (N+1, rows)) with each node's nonlinear residuals (soft
+        balancing sqrt(w_s) r, position sqrt(dt w_p) (p(q_k) - p_d)) R_k(z') ~ R_k + J_k
+        (z'_k - z_k) in its variables ``_node_cols``."""
+        N, s, n_bal, fd = self.N, self.settings, 6 * len(self.virtual), self.model.fd_indices
         X, lam = self._split(z)
-        r = self._balancing(X, lam)
-        dr = self._balancing_jacobian(X)
-        w = np.sqrt(s.slack_weight)
-        values = []
-        lam_cols = np.split(self._lam_values, np.cumsum(self._lam_counts)[:-1], axis=1)
-        fd = self.model.fd_indices
-        for j in range(n_obj):
-            values += [dr[:, j][..., fd].reshape(N + 1, -1), lam_cols[j]]
-        J_bal = sp.csr_matrix(
-            (w * np.hstack(values).ravel(), (self._rows, self._cols)),
-            shape=((N + 1) * 6 * n_obj, self.nz),
-        )
+        w, wp = np.sqrt(s.slack_weight), np.sqrt(s.dt * s.position_weight)
+        J = np.repeat(self._J_fixed[None], N + 1, axis=0)
+        dr = self._balancing_jacobian(X)[..., fd]
+        J[:, :n_bal, fd] = w * dr.reshape(N + 1, n_bal, len(fd))
         p, Jp = self.model.positions(X[:, : self.nq])
-        wp = np.sqrt(s.dt * s.position_weight)
-        rows = np.repeat(np.arange(3 * (N + 1)), self.nq)
-        cols = (np.arange(self.nq)[None, None, :] + nx * np.arange(N + 1)[:, None, None]).repeat(
-            3, axis=1
-        )
-        J_pos = sp.csr_matrix((wp * Jp.ravel(), (rows, cols.ravel())), shape=(3 * (N + 1), self.nz))
-        J = sp.vstack([J_bal, J_pos], format="csr")
-        residual = np.concatenate([w * r.ravel(), wp * (p - goal).ravel()])
-        return J, residual - J @ z
+        J[:, n_bal:, : self.nq] = wp * Jp
+        R = np.hstack([w * self._balancing(X, lam).reshape(N + 1, -1), wp * (p - goal)])
+        return J, R
 
-    def _cost(self, z: np.ndarray, goal: np.ndarray) -> tuple[sp.csc_matrix, np.ndarray]:
-        """Gauss-Newton (P, q) of 1/2 |R(z)|^2 + the diagonal regularization, at z; P on
-        the fixed structural pattern of the upper triangle (``_P_pattern``)."""
-        J, r0 = self._least_squares(z, goal)
-        if self._P_pattern is None:  # |J|^T |J| has no cancellations: every structural entry
-            ones = J.copy()
-            ones.data[:] = 1.0
-            self._P_pattern = sp.triu(ones.T.tocsr() @ ones + sp.identity(self.nz), format="csc")
-        P = sp.triu((J.T.tocsr() @ J + sp.diags(self._diag)).tocsc(), format="csc")
-        q = J.T @ r0 - self._diag * self._target
-        return on_pattern(self._P_pattern, P), q
+    def _cost(self, z: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gauss-Newton (P, q) of 1/2 |R(z)|^2 + the diagonal regularization at z, P as the
+        CSC data of ``_P``: node by node, J_k^T J_k and J_k^T (R_k - J_k z_k)."""
+        J, R = self._least_squares(z, goal)
+        cols = self._node_cols
+        Jt = np.swapaxes(J, 1, 2)
+        blocks = Jt @ J
+        diagonal = np.arange(cols.shape[1])
+        blocks[:, diagonal, diagonal] += self._diag[cols]
+        q = -self._diag * self._target
+        q[cols] += (Jt @ (R - (J @ z[cols][..., None])[..., 0])[..., None])[..., 0]
+        jerks = self._diag[self._u(0).start : self._u(self.N - 1).stop]
+        return self._P.data(np.concatenate([blocks.reshape(-1)[self._P_blocks], jerks])), q
 
     def _diagonal_weights(self) -> np.ndarray:
         """The regularization weights (diagonal Gauss-Newton terms), dt each: velocity,
@@ -381,7 +388,7 @@ class TrayPlanner:
         x0 = np.concatenate([start, np.zeros(2 * nq)])
         self._target = np.zeros(self.nz)
         self._target[: (N + 1) * nx] = np.tile(x0, N + 1)
-        A_fixed, lo_fixed, hi_fixed = self._linear_constraints(x0)
+        lo_fixed, hi_fixed = self._bounds(x0)
         z = np.zeros(self.nz)
         z[: (N + 1) * nx] = np.tile(x0, N + 1)
         statuses: list[str] = []
@@ -391,17 +398,18 @@ class TrayPlanner:
         solver = None
         for iteration in range(s.sqp_iterations):
             X, _ = self._split(z)
-            A, lo, hi = A_fixed, lo_fixed, hi_fixed
+            A, lo, hi = self._A_fixed, lo_fixed, hi_fixed
             if s.terminal_constraint:
                 terminal, value = self._terminal(X, goal)
-                A = sp.vstack([A_fixed, terminal], format="csc")
+                A = np.concatenate([A, terminal.ravel()])
                 lo, hi = np.concatenate([lo_fixed, value]), np.concatenate([hi_fixed, value])
-            P, q = self._cost(z, goal)
+            Px, q = self._cost(z, goal)
+            Ax = self._A.data(A)
             if solver is None:  # set up (ordering, symbolic factorization) once per plan
-                solver, A_pattern = osqp.OSQP(), A
-                solver.setup(P, q, A, lo, hi, **OSQP_SETTINGS)
+                solver = osqp.OSQP()
+                solver.setup(self._P.matrix(Px), q, self._A.matrix(Ax), lo, hi, **OSQP_SETTINGS)
             else:  # same sparsity: new values, numeric refactorization only
-                solver.update(q=q, l=lo, u=hi, Px=P.data, Ax=on_pattern(A_pattern, A).data)
+                solver.update(q=q, l=lo, u=hi, Px=Px, Ax=Ax)
             solver.warm_start(x=z, y=y)
             result = solver.solve(raise_error=False)
             status = result.info.status

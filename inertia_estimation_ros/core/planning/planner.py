@@ -13,9 +13,11 @@ residual of virtual object j (one per CoM-polytope vertex for "robust", Sec. IV-
 with its own contact normal forces (notes §3.5); p(q) the tray position by forward
 kinematics (linearized, Gauss-Newton, as the terminal condition). Solved by 3 SQP
 iterations from the resting state; each QP is sparse and solved by OSQP, set up once per
-plan (the sparsity of P and A is fixed) and updated and warm-started from the previous
-iterate. The limits are hard: a goal they cannot reach in time T is an
-infeasible QP, reported as such.
+plan (the sparsity of P and A is fixed: P is block diagonal over the nodes, assembled from
+each node's J_k^T J_k) and updated and warm-started from the previous iterate. A virtual
+object's normal forces enter the QP only when its ZMP leaves the support (``TrayPlanner``:
+the same minimizer, much smaller QPs). The limits are hard: a goal they cannot reach in time
+T is an infeasible QP, reported as such.
 """
 
 from __future__ import annotations

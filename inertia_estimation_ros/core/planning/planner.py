@@ -224,8 +224,9 @@ class TrayPlanner:
     nonnegative terms that vanish at the minimizer keeps it the minimizer of the convex QP).
     That is checked after every QP; an object that leaves the cone becomes active and the
     QP is solved again, so each plan is the one of the full OCP, up to the solver's
-    tolerance and the 1e-8 force regularization. Every plan starts with none active: the
-    forces of the plans measured never are (docs/robust-balancing.md).
+    tolerance and the 1e-8 force regularization. Every plan starts with none active
+    (``screen_forces``); in the benchmark's plans none became active, in fast moves of tall
+    objects a few do (docs/robust-balancing.md).
     """
 
     def __init__(

@@ -150,14 +150,18 @@ def table_i(heights: list[int], settings: PlannerSettings, max_solves: int) -> d
         "largest distance of a plan's end from its goal [cm]: "
         + ", ".join(f"{m} {100 * d:.1f}" for m, d in misses.items())
     )
-    print("\n| Method | planning wall mean / max [ms] | CPU mean [ms] | paper [ms] | verif. [s] |")
-    print("|---|---|---|---|---|")
+    print(
+        "\n| Method | planning wall mean / max [ms] | CPU mean [ms] | QPs per plan | paper [ms] "
+        "| verif. [s] |"
+    )
+    print("|---|---|---|---|---|---|")
     paper = {"center": 110, "top": 111, "robust": 326}
     for method in METHODS:
         t = 1e3 * np.array(timing[method])
+        qps = np.mean([p.qp_solves for _, plans in all_plans.values() for p in plans[method]])
         print(
             f"| {method} | {t.mean():.0f} / {t.max():.0f} | {1e3 * np.mean(cpu[method]):.0f} "
-            f"| {paper[method]} "
+            f"| {qps:.2f} | {paper[method]} "
             f"| {np.mean(verify_times[method]):.1f} |"
         )
     ratio = np.mean(timing["robust"]) / np.mean(timing["center"])
@@ -231,19 +235,21 @@ def planning_times(heights: list[int], settings: PlannerSettings, repeats: int) 
     print(f"\n## 2. Planning times only ({repeats} x {len(heights)} heights x 3 goals per method)")
     cpu = {m: [] for m in METHODS}
     wall = {m: [] for m in METHODS}
+    qps = {m: [] for m in METHODS}
     for _ in range(repeats):
         for h in heights:
             obj = BalancedObject.box((0.15, 0.15, h / 100))
             for method, plans in plan_all(obj, settings).items():
                 cpu[method] += [p.cpu_time for p in plans]
                 wall[method] += [p.solve_time for p in plans]
-    print("| Method | CPU mean [ms] | wall mean [ms] | paper [ms] |")
-    print("|---|---|---|---|")
+                qps[method] += [p.qp_solves for p in plans]
+    print("| Method | CPU mean [ms] | wall mean [ms] | QPs per plan | paper [ms] |")
+    print("|---|---|---|---|---|")
     paper = {"center": 110, "top": 111, "robust": 326}
     for method in METHODS:
         print(
             f"| {method} | {1e3 * np.mean(cpu[method]):.0f} | {1e3 * np.mean(wall[method]):.0f} "
-            f"| {paper[method]} |"
+            f"| {np.mean(qps[method]):.2f} | {paper[method]} |"
         )
     ratio = np.mean(cpu["robust"]) / np.mean(cpu["center"])
     wall_ratio = np.mean(wall["robust"]) / np.mean(wall["center"])

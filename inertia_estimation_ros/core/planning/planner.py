@@ -13,16 +13,19 @@ residual of virtual object j (one per CoM-polytope vertex for "robust", Sec. IV-
 with its own contact normal forces (notes §3.5); p(q) the tray position by forward
 kinematics (linearized, Gauss-Newton, as the terminal condition). Solved by 3 SQP
 iterations from the resting state; each QP is sparse and solved by OSQP, set up once per
-plan (the sparsity of P and A is fixed) and updated and warm-started from the previous
-iterate. The limits are hard: a goal they cannot reach in time T is an
-infeasible QP, reported as such.
+plan (the sparsity of P and A is fixed: P is block diagonal over the nodes, assembled from
+each node's J_k^T J_k) and updated and warm-started from the previous iterate. A virtual
+object's normal forces enter the QP only when its ZMP leaves the support (``TrayPlanner``:
+the same minimizer, much smaller QPs). The limits are hard: a goal they cannot reach in time
+T is an infeasible QP, reported as such.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 
 import numpy as np
 import osqp
@@ -45,32 +48,50 @@ OSQP_SETTINGS = {
 }
 
 
+# a face of an inactive object's contact cone may be crossed by this much (unit rows, N/kg):
+# what the QP leaves out then, (sqrt(w_s) s d)^2 per node, is below the 1e-8 regularization
+CONE_TOLERANCE = 1e-6
+# the dynamics rows x_{k+1} - A x_k - B u_k = 0 times this: OSQP stops on unscaled
+# residuals at 1e-4, and the plan is re-integrated from the jerks, where a 1e-4 defect per
+# node summed to up to 7.6 mm at the goal; x10 leaves < 0.6 mm and OSQP as fast
+DYNAMICS_ROW_SCALE = 10.0
+_LAYOUT = (
+    "active", "n_lambda", "nl", "nz", "_diag", "_G_lambda", "_kept", "_node_cols",
+    "_J_fixed", "_P", "_P_blocks", "_A", "_A_fixed",
+)  # fmt: skip
+
+
 class PlanningError(RuntimeError):
     """No trajectory: the message names the cause and what to change."""
 
 
-def on_pattern(pattern: sp.csc_matrix, M: sp.csc_matrix) -> sp.csc_matrix:
-    """M with exactly the sparsity of ``pattern`` (M's nonzeros must lie on it): OSQP's
-    ``update`` takes new values for the pattern it was set up with, and scipy drops the
-    entries of a product that happen to be zero."""
-    pattern.sort_indices()
-    M = M.tocsc()
-    M.sort_indices()
-    keys = _linear_keys(pattern)
-    at = np.searchsorted(keys, _linear_keys(M))
-    if np.any(at >= len(keys)) or not np.array_equal(
-        keys[np.minimum(at, len(keys) - 1)], _linear_keys(M)
-    ):
-        raise ValueError("the matrix has entries off the fixed sparsity pattern")
-    data = np.zeros(pattern.nnz)
-    data[at] = M.data
-    return sp.csc_matrix((data, pattern.indices, pattern.indptr), shape=pattern.shape)
+class FixedPattern:
+    """A sparse (CSC) matrix of fixed sparsity assembled from one value per entry: the
+    entries (rows, cols), distinct, are given once and ``data(values)`` orders values given
+    in that order as the CSC data, what OSQP's ``update(Px=..., Ax=...)`` takes."""
+
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]):
+        self._order = np.lexsort((rows, cols))  # column-major, rows ascending in a column
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(cols, minlength=shape[1]))])
+        self.indices, self.indptr, self.shape = rows[self._order], indptr, shape
+
+    def data(self, values: np.ndarray) -> np.ndarray:
+        return values[self._order]
+
+    def matrix(self, data: np.ndarray) -> sp.csc_matrix:
+        """The matrix with the CSC data ``data`` (as ``data`` orders it)."""
+        return sp.csc_matrix((data, self.indices, self.indptr), shape=self.shape)
 
 
-def _linear_keys(M: sp.csc_matrix) -> np.ndarray:
-    """column-major linear index of each stored entry of a csc matrix (sorted indices)."""
-    columns = np.repeat(np.arange(M.shape[1]), np.diff(M.indptr))
-    return columns * M.shape[0] + M.indices
+def _range_projector(G: np.ndarray) -> np.ndarray:
+    """The orthogonal projector onto the range of G."""
+    U, singular, _ = np.linalg.svd(G)
+    Q = U[:, : int(np.sum(singular > 1e-9 * singular[0]))]
+    return Q @ Q.T
+
+
+def _unit_rows(H: np.ndarray) -> np.ndarray:
+    return H / np.linalg.norm(H, axis=1, keepdims=True)
 
 
 @dataclass(frozen=True)
@@ -98,6 +119,9 @@ class PlannerSettings:
     # False: no terminal condition, as in the authors' OCS2 stack, whose multiple-shooting
     # SQP drops it (notes §3.5): the position cost alone pulls the tray to the goal
     terminal_constraint: bool = True
+    # True: a virtual object's normal forces enter the QP only once its ZMP leaves the
+    # support (TrayPlanner: the same plans, smaller QPs); False: every object's, always
+    screen_forces: bool = True
 
     @property
     def nodes(self) -> int:
@@ -110,6 +134,7 @@ class VirtualObject:
 
     theta: np.ndarray
     G: np.ndarray  # 6 x n_contacts normal grasp matrix
+    face: np.ndarray  # face form of the frictionless contact cone: G lambda, lambda >= 0
 
 
 def virtual_objects(objects: list[BalancedObject], method: str) -> list[VirtualObject]:
@@ -119,6 +144,7 @@ def virtual_objects(objects: list[BalancedObject], method: str) -> list[VirtualO
         raise PlanningError(f"method {method!r} is not one of {METHODS}")
     out = []
     for obj in objects:
+        frictionless = replace(obj.contacts, mu=0.0).face_form()
         axis = obj.shape.p_b_s
         coms = {
             "robust": obj.com_vertices,
@@ -126,7 +152,7 @@ def virtual_objects(objects: list[BalancedObject], method: str) -> list[VirtualO
             "top": np.array([[axis[0], axis[1], obj.height]]),
         }[method]
         out += [
-            VirtualObject(theta, obj.contacts.normal_grasp_matrix)
+            VirtualObject(theta, obj.contacts.normal_grasp_matrix, frictionless)
             for theta in obj.parameters_at(coms)
         ]
     return out
@@ -146,6 +172,7 @@ class TrayPlan:
     cpu_time: float = 0.0  # [s] process time of the SQP (all threads)
     qp_status: list[str] = field(default_factory=list)
     robot: str = "tray"  # the model: "tray" or "ridgeback_ur10"
+    qp_solves: int = 0  # QPs solved: one per SQP iteration, more when forces became active
 
     @property
     def nq(self) -> int:
@@ -185,7 +212,22 @@ def tray_model(settings: PlannerSettings) -> TrayModel:
 
 class TrayPlanner:
     """Builds and solves the OCP for one set of objects, one method and one robot model
-    (default: the free-flying tray with the settings' limits)."""
+    (default: the free-flying tray with the settings' limits).
+
+    Each virtual object's residual r = s (Y theta - G lambda) splits exactly into the part
+    off the range of G, s (1 - P) Y theta, which no contact force reaches, and the part in
+    it, whose minimum over lambda is zero while P Y theta lies in the cone G lambda >= 0 (its
+    ZMP inside the support). A QP carries an object's normal forces only once it is
+    "active": the QP without the inactive ones' forces has the same minimizer as with them
+    whenever, at its solution, every inactive object's linearized P Y theta lies in the
+    cone (then lambda >= 0 with G lambda = P Y theta makes their terms vanish, and dropping
+    nonnegative terms that vanish at the minimizer keeps it the minimizer of the convex QP).
+    That is checked after every QP; an object that leaves the cone becomes active and the
+    QP is solved again, so each plan is the one of the full OCP, up to the solver's
+    tolerance and the 1e-8 force regularization. Every plan starts with none active
+    (``screen_forces``); in the benchmark's plans none became active, in fast moves of tall
+    objects a few do (docs/robust-balancing.md).
+    """
 
     def __init__(
         self,
@@ -200,16 +242,15 @@ class TrayPlanner:
         self.nq, self.nx = self.model.nq, 3 * self.model.nq
         self.virtual = virtual_objects(objects, method)
         self.N = settings.nodes
-        self.n_lambda = [v.G.shape[1] for v in self.virtual]
-        self.nl = int(sum(self.n_lambda))
-        self.nz = (self.N + 1) * self.nx + self.N * self.nq + (self.N + 1) * self.nl
         self._scale = 1.0 / np.sqrt(6.0 * len(self.virtual))
-        self._rows, self._cols, self._lam_values = self._structure()
-        self._diag = self._diagonal_weights()
         self._thetas = np.array([v.theta for v in self.virtual])
         self._G = [v.G for v in self.virtual]
-        self._G_all = sp.block_diag(self._G, format="csr")  # every object's contacts
-        self._P_pattern: sp.csc_matrix | None = None  # structural pattern of the cost's P
+        self._range = np.array([_range_projector(v.G) for v in self.virtual])
+        self._faces = [
+            _unit_rows(v.face) @ P for v, P in zip(self.virtual, self._range, strict=True)
+        ]
+        self._layouts: dict[tuple[bool, ...], dict] = {}
+        self._use_layout(np.zeros(len(self.virtual), dtype=bool))
 
     # ----- indices ------------------------------------------------------------------
     def _x(self, k: int) -> slice:
@@ -229,9 +270,70 @@ class TrayPlanner:
         lam = z[(N + 1) * nx + N * self.nq :].reshape(N + 1, self.nl)
         return X, lam
 
+    # ----- layout: which virtual objects carry normal forces --------------------------
+    def _use_layout(self, active: np.ndarray) -> None:
+        """Lay the QP out with the normal forces of the ``active`` virtual objects as
+        variables: their sizes, the regularization, the constant Jacobian and the fixed
+        sparsity of P and A (built once per active set, then reused)."""
+        key = tuple(bool(a) for a in active)
+        if key not in self._layouts:
+            self.active = np.array(key)
+            self.n_lambda = [G.shape[1] if a else 0 for G, a in zip(self._G, key, strict=True)]
+            self.nl = int(sum(self.n_lambda))
+            self.nz = (self.N + 1) * self.nx + self.N * self.nq + (self.N + 1) * self.nl
+            self._diag = self._diagonal_weights()
+            self._G_lambda = self._contact_matrix()
+            self._kept = np.array(
+                [np.eye(6) if a else np.eye(6) - P for P, a in zip(self._range, key, strict=True)]
+            )
+            self._node_cols = self._node_columns()
+            self._J_fixed = self._constant_jacobian()
+            self._P, self._P_blocks = self._cost_pattern()
+            self._A, self._A_fixed = self._constraint_pattern()
+            self._layouts[key] = {name: getattr(self, name) for name in _LAYOUT}
+        for name, value in self._layouts[key].items():
+            setattr(self, name, value)
+
+    def _contact_matrix(self) -> np.ndarray:
+        """(6 n_obj, n_lambda): the contact wrench of each object from the active forces."""
+        G = np.zeros((6 * len(self.virtual), self.nl))
+        col = 0
+        for j, (Gj, n) in enumerate(zip(self._G, self.n_lambda, strict=True)):
+            G[6 * j : 6 * j + 6, col : col + n] = Gj if n else 0.0
+            col += n
+        return G
+
+    def _activate(self, z: np.ndarray, newly: np.ndarray, x0: np.ndarray) -> np.ndarray:
+        """Switch to the layout with the objects ``newly`` active too; the iterate z in it
+        (their forces start as the resting ones, the others' are kept)."""
+        X_U, (_, lam) = z[: self._lam(0).start], self._split(z)
+        old = np.split(lam, np.cumsum(self.n_lambda)[:-1], axis=1)
+        resting = self._resting_forces(x0)
+        self._use_layout(self.active | newly)
+        forces = [
+            old[j] if not newly[j] else np.tile(resting[j], (self.N + 1, 1))
+            for j in range(len(self.virtual))
+            if self.active[j]
+        ]
+        return np.concatenate([X_U, np.hstack(forces).ravel()])
+
+    def _leaving_the_cone(self, z_lin: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """The inactive objects whose linearized P Y theta at z (linearized at z_lin, as in
+        the QP) leaves their contact cone or needs more than the force limit, at any node."""
+        X_lin, X = self._split(z_lin)[0], self._split(z)[0]
+        wrench = self._wrench + np.einsum("njwi,ni->njw", self._wrench_jacobian, X - X_lin)
+        outside = np.array(
+            [np.max(wrench[:, j] @ F.T) > CONE_TOLERANCE for j, F in enumerate(self._faces)]
+        )
+        in_range = np.einsum("jvw,njw->njv", self._range, wrench)
+        too_strong = np.linalg.norm(in_range[..., 3:], axis=-1).max(axis=0)
+        return ~self.active & (outside | (too_strong > self.settings.force_limit))
+
     # ----- problem pieces ------------------------------------------------------------
-    def _linear_constraints(self, x0: np.ndarray) -> tuple:
-        """(A, l, u) without the terminal position rows: dynamics, initial state, bounds."""
+    def _constraint_pattern(self) -> tuple[FixedPattern, np.ndarray]:
+        """A's fixed sparsity and the values of its fixed rows: dynamics, the identity of the
+        bounds, then (terminal condition) the 3 rows of the linearized p(q_N) = p_d, whose
+        values ``_terminal`` gives at each iteration."""
         s, N, nx, nq = self.settings, self.N, self.nx, self.nq
         A_d, B_d = step_matrices(s.dt, nq)
         shift = sp.eye(N, N + 1, k=1)
@@ -242,6 +344,18 @@ class TrayPlanner:
                 sp.csr_matrix((N * nx, (N + 1) * self.nl)),
             ]
         )
+        fixed = sp.vstack([DYNAMICS_ROW_SCALE * dyn, sp.identity(self.nz)], format="coo")
+        rows, cols = fixed.row, fixed.col
+        if s.terminal_constraint:
+            q_N = self._x(N).start + np.arange(nq)
+            rows = np.concatenate([rows, fixed.shape[0] + np.repeat(np.arange(3), nq)])
+            cols = np.concatenate([cols, np.tile(q_N, 3)])
+        shape = (fixed.shape[0] + 3 * s.terminal_constraint, self.nz)
+        return FixedPattern(rows, cols, shape), fixed.data
+
+    def _bounds(self, x0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(l, u) of the fixed rows of A: dynamics, initial state, limits, resting at the end."""
+        s, N, nx, nq = self.settings, self.N, self.nx, self.nq
         box_lo, box_hi = np.full(self.nz, -np.inf), np.full(self.nz, np.inf)
         for k in range(N + 1):
             box_lo[self._x(k)], box_hi[self._x(k)] = self.model.state_lo, self.model.state_hi
@@ -252,36 +366,20 @@ class TrayPlanner:
         at_rest = slice(self._x(N).start + nq, self._x(N).stop)
         if s.terminal_constraint:
             box_lo[at_rest] = box_hi[at_rest] = 0.0
-        A = sp.vstack([dyn.tocsr(), sp.identity(self.nz, format="csr")], format="csc")
         zero = np.zeros(N * nx)
-        return A, np.concatenate([zero, box_lo]), np.concatenate([zero, box_hi])
+        return np.concatenate([zero, box_lo]), np.concatenate([zero, box_hi])
 
-    def _terminal(self, X: np.ndarray, goal: np.ndarray) -> tuple:
-        """Linearized p(q_N) = p_d: (rows, value) with rows @ z = value."""
+    def _terminal(self, X: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Linearized p(q_N) = p_d: (dp/dq (3, nq), value) with dp/dq q_N = value."""
         p, J = self.model.positions(X[-1, : self.nq])
-        start = self._x(self.N).start
-        cols = np.tile(np.arange(start, start + self.nq), 3)
-        rows = sp.csr_matrix(
-            (J[0].ravel(), (np.repeat(np.arange(3), self.nq), cols)), shape=(3, self.nz)
-        )
-        return rows, goal - p[0] + J[0] @ X[-1, : self.nq]
+        return J[0], goal - p[0] + J[0] @ X[-1, : self.nq]
 
-    def _balancing(self, X: np.ndarray, lam: np.ndarray) -> np.ndarray:
-        """r (N+1, n_obj, 6): scaled frictionless Newton-Euler residuals (notes §3.5)."""
-        return self._residuals(self.model.regressors(X), lam)
-
-    def _residuals(self, Y: np.ndarray, lam: np.ndarray) -> np.ndarray:
-        wrench = np.swapaxes(Y @ self._thetas.T, 1, 2)  # (n, n_obj, 6)
-        contact = (lam @ self._G_all.T).reshape(wrench.shape)
-        return self._scale * (wrench - contact)
-
-    def _balancing_jacobian(self, X: np.ndarray) -> np.ndarray:
-        """d r / d x_k (N+1, n_obj, 6, nx): the regressor's derivative (the model's own if it
-        has one, else forward differences over the state entries that enter it; each node's
-        residuals depend on its own state only, lambda enters linearly) times every virtual
-        object's theta."""
+    def _wrenches(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(Y theta (N+1, n_obj, 6), its derivative by the node's state (N+1, n_obj, 6, nx))
+        of every virtual object: the regressor's derivative (the model's own if it has one,
+        else forward differences over the state entries that enter it) times each theta."""
         if hasattr(self.model, "regressor_jacobian"):
-            dY = self.model.regressor_jacobian(X)[1]
+            Y, dY = self.model.regressor_jacobian(X)
         else:
             Y = self.model.regressors(X)
             dY = np.zeros(Y.shape + (self.nx,))
@@ -289,71 +387,84 @@ class TrayPlanner:
                 dx = np.zeros(self.nx)
                 dx[i] = FD_STEP
                 dY[..., i] = (self.model.regressors(X + dx) - Y) / FD_STEP
-        return self._scale * np.einsum("nwpi,jp->njwi", dY, self._thetas)
+        wrench = np.swapaxes(Y @ self._thetas.T, 1, 2)
+        return wrench, np.einsum("nwpi,jp->njwi", dY, self._thetas)
 
-    def _structure(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Row and column indices of the balancing Jacobian's structural nonzeros (fixed:
-        the state entries that enter the regressor, the nonzeros of each G), and the
-        constant lambda part of its values."""
-        N, n_obj, nx = self.N, len(self.virtual), self.nx
-        fd = self.model.fd_indices
-        rows, cols, lam_values, self._lam_counts = [], [], [], []
-        node_rows = 6 * n_obj * np.arange(N + 1)[:, None]
-        offset = 0
-        for j, (v, n) in enumerate(zip(self.virtual, self.n_lambda, strict=True)):
-            rr = 6 * j + np.arange(6)
-            rows.append(np.repeat(rr, len(fd))[None, :] + node_rows)
-            cols.append(np.tile(fd, 6)[None, :] + nx * np.arange(N + 1)[:, None])
-            g_rows, g_cols = np.nonzero(v.G)
-            rows.append(rr[g_rows][None, :] + node_rows)
-            lam_start = (N + 1) * nx + N * self.nq + offset
-            cols.append(g_cols[None, :] + lam_start + self.nl * np.arange(N + 1)[:, None])
-            lam_values.append(
-                np.broadcast_to(-self._scale * v.G[g_rows, g_cols], (N + 1, len(g_rows)))
-            )
-            self._lam_counts.append(len(g_rows))
-            offset += n
-        return np.hstack(rows).ravel(), np.hstack(cols).ravel(), np.hstack(lam_values)
+    def _balancing(
+        self, X: np.ndarray, lam: np.ndarray, wrench: np.ndarray | None = None
+    ) -> np.ndarray:
+        """r (N+1, n_obj, 6): scaled frictionless Newton-Euler residuals (notes §3.5); an
+        inactive object's contact wrench is P Y theta, what its forces would balance."""
+        if wrench is None:
+            wrench = np.swapaxes(self.model.regressors(X) @ self._thetas.T, 1, 2)
+        kept = np.einsum("jvw,njw->njv", self._kept, wrench)
+        return self._scale * (kept - (lam @ self._G_lambda.T).reshape(kept.shape))
 
-    def _least_squares(self, z: np.ndarray, goal: np.ndarray) -> tuple[sp.csr_matrix, np.ndarray]:
-        """(J, r0) with the nonlinear residuals R(z') ~ J z' + r0 near z: soft balancing
-        (sqrt(w_s) r) and the position error (sqrt(dt w_p) (p(q_k) - p_d))."""
-        N, n_obj, nx, s = self.N, len(self.virtual), self.nx, self.settings
+    def _node_columns(self) -> np.ndarray:
+        """(N+1, nx + n_lambda): each node's state and normal forces, the only variables its
+        least-squares residuals depend on (P is block diagonal in them)."""
+        k = np.arange(self.N + 1)[:, None]
+        lam0 = self._lam(0).start
+        return np.hstack([self._x(0).start + self.nx * k + np.arange(self.nx),
+                          lam0 + self.nl * k + np.arange(self.nl)])  # fmt: skip
+
+    def _constant_jacobian(self) -> np.ndarray:
+        """One node's residual Jacobian (6 n_obj + 3, nx + n_lambda) holding its constant part,
+        -sqrt(w_s) s G_j for each virtual object's normal forces; rows: the soft balancing
+        sqrt(w_s) r (6 per virtual object), then the position sqrt(dt w_p) p(q_k)."""
+        n_bal = 6 * len(self.virtual)
+        J = np.zeros((n_bal + 3, self.nx + self.nl))
+        J[:n_bal, self.nx :] = -np.sqrt(self.settings.slack_weight) * self._scale * self._G_lambda
+        return J
+
+    def _cost_pattern(self) -> tuple[FixedPattern, np.ndarray]:
+        """P's upper triangle: each node's structural nonzeros of J_k^T J_k (the state entries
+        that enter the regressor, each object's contacts, q in the position) and the
+        diagonal, then the jerks' diagonal; and where each node entry lies in the node blocks
+        (N+1, nloc, nloc) flattened."""
+        N, nloc, n_bal = self.N, self._J_fixed.shape[1], 6 * len(self.virtual)
+        S = (self._J_fixed != 0).astype(float)
+        S[:n_bal, self.model.fd_indices] = 1.0
+        S[n_bal:, : self.nq] = 1.0
+        i, j = np.nonzero(np.triu(S.T @ S + np.eye(nloc)))
+        blocks = (nloc * nloc * np.arange(N + 1)[:, None] + nloc * i + j).ravel()
+        jerks = np.arange(self._u(0).start, self._u(N - 1).stop)
+        rows = np.concatenate([self._node_cols[:, i].ravel(), jerks])
+        cols = np.concatenate([self._node_cols[:, j].ravel(), jerks])
+        return FixedPattern(rows, cols, (self.nz, self.nz)), blocks
+
+    def _least_squares(self, z: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(J (N+1, rows, nloc), R (N+1, rows)) with each node's nonlinear residuals (soft
+        balancing sqrt(w_s) r, position sqrt(dt w_p) (p(q_k) - p_d)) R_k(z') ~ R_k + J_k
+        (z'_k - z_k) in its variables ``_node_cols``."""
+        N, s, n_bal, fd = self.N, self.settings, 6 * len(self.virtual), self.model.fd_indices
         X, lam = self._split(z)
-        r = self._balancing(X, lam)
-        dr = self._balancing_jacobian(X)
-        w = np.sqrt(s.slack_weight)
-        values = []
-        lam_cols = np.split(self._lam_values, np.cumsum(self._lam_counts)[:-1], axis=1)
-        fd = self.model.fd_indices
-        for j in range(n_obj):
-            values += [dr[:, j][..., fd].reshape(N + 1, -1), lam_cols[j]]
-        J_bal = sp.csr_matrix(
-            (w * np.hstack(values).ravel(), (self._rows, self._cols)),
-            shape=((N + 1) * 6 * n_obj, self.nz),
-        )
+        w, wp = np.sqrt(s.slack_weight), np.sqrt(s.dt * s.position_weight)
+        self._wrench, self._wrench_jacobian = self._wrenches(X)  # for _leaving_the_cone
+        J = np.repeat(self._J_fixed[None], N + 1, axis=0)
+        dr = np.einsum("jvw,njwi->njvi", self._kept, self._wrench_jacobian[..., fd])
+        J[:, :n_bal, fd] = w * self._scale * dr.reshape(N + 1, n_bal, len(fd))
         p, Jp = self.model.positions(X[:, : self.nq])
-        wp = np.sqrt(s.dt * s.position_weight)
-        rows = np.repeat(np.arange(3 * (N + 1)), self.nq)
-        cols = (np.arange(self.nq)[None, None, :] + nx * np.arange(N + 1)[:, None, None]).repeat(
-            3, axis=1
-        )
-        J_pos = sp.csr_matrix((wp * Jp.ravel(), (rows, cols.ravel())), shape=(3 * (N + 1), self.nz))
-        J = sp.vstack([J_bal, J_pos], format="csr")
-        residual = np.concatenate([w * r.ravel(), wp * (p - goal).ravel()])
-        return J, residual - J @ z
+        J[:, n_bal:, : self.nq] = wp * Jp
+        r = self._balancing(X, lam, self._wrench)
+        R = np.hstack([w * r.reshape(N + 1, -1), wp * (p - goal)])
+        return J, R
 
-    def _cost(self, z: np.ndarray, goal: np.ndarray) -> tuple[sp.csc_matrix, np.ndarray]:
-        """Gauss-Newton (P, q) of 1/2 |R(z)|^2 + the diagonal regularization, at z; P on
-        the fixed structural pattern of the upper triangle (``_P_pattern``)."""
-        J, r0 = self._least_squares(z, goal)
-        if self._P_pattern is None:  # |J|^T |J| has no cancellations: every structural entry
-            ones = J.copy()
-            ones.data[:] = 1.0
-            self._P_pattern = sp.triu(ones.T.tocsr() @ ones + sp.identity(self.nz), format="csc")
-        P = sp.triu((J.T.tocsr() @ J + sp.diags(self._diag)).tocsc(), format="csc")
-        q = J.T @ r0 - self._diag * self._target
-        return on_pattern(self._P_pattern, P), q
+    def _cost(self, z: np.ndarray, goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gauss-Newton (P, q) of 1/2 |R(z)|^2 + the diagonal regularization at z, P as the
+        CSC data of ``_P``: node by node, J_k^T J_k and J_k^T (R_k - J_k z_k)."""
+        J, R = self._least_squares(z, goal)
+        cols = self._node_cols
+        Jt = np.swapaxes(J, 1, 2)
+        blocks = Jt @ J
+        diagonal = np.arange(cols.shape[1])
+        blocks[:, diagonal, diagonal] += self._diag[cols]
+        q = np.zeros(self.nz)  # the regularization pulls the states towards the start
+        n = len(self._target)
+        q[:n] = -self._diag[:n] * self._target
+        q[cols] += (Jt @ (R - (J @ z[cols][..., None])[..., 0])[..., None])[..., 0]
+        jerks = self._diag[self._u(0).start : self._u(self.N - 1).stop]
+        return self._P.data(np.concatenate([blocks.reshape(-1)[self._P_blocks], jerks])), q
 
     def _diagonal_weights(self) -> np.ndarray:
         """The regularization weights (diagonal Gauss-Newton terms), dt each: velocity,
@@ -379,51 +490,86 @@ class TrayPlanner:
         start, goal = np.asarray(start, dtype=float), np.asarray(goal, dtype=float)
         self._check_reachable(start, goal)
         x0 = np.concatenate([start, np.zeros(2 * nq)])
-        self._target = np.zeros(self.nz)
-        self._target[: (N + 1) * nx] = np.tile(x0, N + 1)
-        A_fixed, lo_fixed, hi_fixed = self._linear_constraints(x0)
-        z = np.zeros(self.nz)
-        z[: (N + 1) * nx] = np.tile(x0, N + 1)
-        statuses: list[str] = []
-        y = None
+        self._target = np.tile(x0, N + 1)
         began, began_cpu = time.perf_counter(), time.process_time()
-        z[(N + 1) * nx + N * nq :] = np.tile(self._resting_forces(x0), N + 1)
-        solver = None
+        self._use_layout(np.full(len(self.virtual), not s.screen_forces))
+        z = np.concatenate([np.tile(x0, N + 1), np.zeros(N * nq), self._initial_forces(x0)])
+        statuses: list[str] = []
+        solver, y, solves = None, None, 0
         for iteration in range(s.sqp_iterations):
-            X, _ = self._split(z)
-            A, lo, hi = A_fixed, lo_fixed, hi_fixed
-            if s.terminal_constraint:
-                terminal, value = self._terminal(X, goal)
-                A = sp.vstack([A_fixed, terminal], format="csc")
-                lo, hi = np.concatenate([lo_fixed, value]), np.concatenate([hi_fixed, value])
-            P, q = self._cost(z, goal)
-            if solver is None:  # set up (ordering, symbolic factorization) once per plan
-                solver, A_pattern = osqp.OSQP(), A
-                solver.setup(P, q, A, lo, hi, **OSQP_SETTINGS)
-            else:  # same sparsity: new values, numeric refactorization only
-                solver.update(q=q, l=lo, u=hi, Px=P.data, Ax=on_pattern(A_pattern, A).data)
-            solver.warm_start(x=z, y=y)
-            result = solver.solve(raise_error=False)
-            status = result.info.status
-            statuses.append(status)
-            if "infeasible" in status:
-                raise PlanningError(
-                    f"the planning QP is {status}: the goal cannot be reached within "
-                    f"T = {s.duration} s under the limits; increase the duration or the limits"
-                )
-            if status not in ("solved", "solved inaccurate"):
-                raise PlanningError(f"the QP solver stopped without a solution ({status})")
+            terminal = self._terminal(self._split(z)[0], goal) if s.terminal_constraint else None
+            while True:
+                if solver is None:  # set up (ordering, symbolic factorization) per layout
+                    bounds = self._bounds(x0)
+                Px, q, Ax, lo, hi = self._qp(z, goal, bounds, terminal)
+                if solver is None:
+                    solver = osqp.OSQP()
+                    solver.setup(self._P.matrix(Px), q, self._A.matrix(Ax), lo, hi, **OSQP_SETTINGS)
+                else:  # same sparsity: new values, numeric refactorization only
+                    solver.update(q=q, l=lo, u=hi, Px=Px, Ax=Ax)
+                solver.warm_start(x=z, y=y)
+                result = self._solved(solver)
+                solves += 1
+                newly = self._leaving_the_cone(z, result.x)
+                if not newly.any():
+                    break
+                z, solver, y = self._activate(z, newly, x0), None, None
+            statuses.append(result.info.status)
             z, y = result.x, result.y
             if on_iteration is not None:
-                on_iteration(self._progress(z, goal, iteration, status, began))
+                on_iteration(self._progress(z, goal, iteration, statuses[-1], began))
         elapsed, cpu = time.perf_counter() - began, time.process_time() - began_cpu
         U = z[(N + 1) * nx : (N + 1) * nx + N * nq].reshape(N, nq)
         X = rollout(x0, U, s.dt)  # exactly the triple integrator, from exactly x0
         self._check_reached(X, goal)
-        lam = self._split(z)[1]
-        rms = float(np.sqrt(np.mean(self._balancing(X, lam) ** 2)))
+        wrench = np.swapaxes(self.model.regressors(X) @ self._thetas.T, 1, 2)
+        rms = float(np.sqrt(np.mean(self._balancing(X, self._split(z)[1], wrench) ** 2)))
         times = np.arange(N + 1) * s.dt
-        return TrayPlan(times, X, U, lam, self.method, rms, elapsed, cpu, statuses, self.model.name)
+        return TrayPlan(
+            times, X, U, self._forces(z, wrench), self.method, rms, elapsed, cpu, statuses,
+            self.model.name, solves,
+        )  # fmt: skip
+
+    def _qp(
+        self,
+        z: np.ndarray,
+        goal: np.ndarray,
+        bounds: tuple[np.ndarray, np.ndarray],
+        terminal: tuple[np.ndarray, np.ndarray] | None,
+    ) -> tuple[np.ndarray, ...]:
+        """(P data, q, A data, l, u) of the QP linearized at z (``bounds``: the fixed rows')."""
+        A, (lo, hi) = self._A_fixed, bounds
+        if terminal is not None:  # the same linearized terminal rows for every layout
+            A = np.concatenate([A, terminal[0].ravel()])
+            lo, hi = np.concatenate([lo, terminal[1]]), np.concatenate([hi, terminal[1]])
+        return *self._cost(z, goal), self._A.data(A), lo, hi
+
+    def _solved(self, solver: osqp.OSQP) -> SimpleNamespace:
+        """OSQP's result, or PlanningError naming why there is none."""
+        result = solver.solve(raise_error=False)
+        status = result.info.status
+        if "infeasible" in status:
+            raise PlanningError(
+                f"the planning QP is {status}: the goal cannot be reached within "
+                f"T = {self.settings.duration} s under the limits; increase the duration or "
+                "the limits"
+            )
+        if status not in ("solved", "solved inaccurate"):
+            raise PlanningError(f"the QP solver stopped without a solution ({status})")
+        return result
+
+    def _forces(self, z: np.ndarray, wrench: np.ndarray) -> np.ndarray:
+        """(N+1, n_contacts of all objects): the active objects' planned normal forces, and for
+        each inactive one the nonnegative forces that give its P Y theta (NNLS; it lies in
+        the cone)."""
+        lam = np.split(self._split(z)[1], np.cumsum(self.n_lambda)[:-1], axis=1)
+        forces = []
+        for j, (G, P) in enumerate(zip(self._G, self._range, strict=True)):
+            if self.active[j]:
+                forces.append(lam[j])
+            else:
+                forces.append(np.array([nnls(G, P @ w)[0] for w in wrench[:, j]]))
+        return np.hstack(forces)
 
     def _check_reached(self, X: np.ndarray, goal: np.ndarray) -> None:
         """PlanningError if the final tray position misses the goal (the terminal condition
@@ -437,13 +583,17 @@ class TrayPlanner:
                 "or T is too short; move the goal or lengthen the duration"
             )
 
-    def _resting_forces(self, x0: np.ndarray) -> np.ndarray:
-        """Normal forces holding every virtual object at rest at x0 (NNLS): the first
-        iterate, resting with these forces, balances exactly."""
+    def _initial_forces(self, x0: np.ndarray) -> np.ndarray:
+        """The active objects' forces of the first iterate: at rest, with the NNLS resting
+        forces (it balances exactly)."""
+        resting = self._resting_forces(x0)
+        active = [f for f, a in zip(resting, self.active, strict=True) if a]
+        return np.tile(np.concatenate([np.zeros(0), *active]), self.N + 1)
+
+    def _resting_forces(self, x0: np.ndarray) -> list[np.ndarray]:
+        """Normal forces holding each virtual object at rest at x0 (NNLS)."""
         Y = self.model.regressors(x0[None])[0]
-        return np.concatenate(
-            [nnls(G, Y @ theta)[0] for G, theta in zip(self._G, self._thetas, strict=True)]
-        )
+        return [nnls(G, Y @ theta)[0] for G, theta in zip(self._G, self._thetas, strict=True)]
 
     def _progress(
         self, z: np.ndarray, goal: np.ndarray, k: int, status: str, began: float

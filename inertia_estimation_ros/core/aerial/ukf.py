@@ -331,8 +331,18 @@ def _diag(stds: list[float], sizes: list[int]) -> np.ndarray:
 _BLOCKS = [3, 3, 3, 3, 3, 3, 1]
 
 
+_TWIST = np.r_[3:6, 9:12]
+_MOCAP = np.r_[0:3, 6:9, 3:6, 9:18]  # Z of eq. 36: p, attitude, v, Omega, xi, xi_dot
+
+
 def _twist(X: np.ndarray) -> np.ndarray:
-    return X[:, np.r_[3:6, 9:12]]
+    return X[:, _TWIST]
+
+
+@lru_cache(maxsize=32)
+def _measurement_noise(stds: tuple[float, ...]) -> np.ndarray:
+    """R = diag of each standard deviation squared, three times (not to be written to)."""
+    return _diag(list(stds), [3] * len(stds))
 
 
 def _cable(X: np.ndarray) -> np.ndarray:
@@ -415,7 +425,7 @@ class CableTensionUKF:
         )
 
     def _update(self, name: str, h: StateFunction, z: np.ndarray, stds: list[float]) -> bool:
-        R = _diag(stds, [3] * len(stds))
+        R = _measurement_noise(tuple(stds))
         coasting = self.coasting.setdefault(name, 0.0)
         gap = self.reacquire_after is not None and coasting > self.reacquire_after
         accepted = self.filter.update(name, h, z, R, reacquire=gap)
@@ -464,8 +474,9 @@ class CableTensionUKF:
         z = np.concatenate([p, attitude, v, Omega, xi, xi_dot])
 
         def h(X: np.ndarray) -> np.ndarray:
-            pose = [X[:, POSITION], space.attitude_residual(X[:, ATTITUDE], R)]
-            return np.hstack(pose + [_twist(X), _cable(X)])
+            Z = X[:, _MOCAP]
+            Z[:, 3:6] = space.attitude_residual(X[:, ATTITUDE], R)
+            return Z
 
         noise = self.noise
         stds = [noise.position, noise.attitude, noise.velocity, noise.rate]

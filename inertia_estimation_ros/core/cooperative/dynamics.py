@@ -366,7 +366,7 @@ def score_overdispersion(
     segments: Sequence[Sequence[tuple[np.ndarray, np.ndarray]]],
     information: np.ndarray,
     inflation: float = 1.0,
-    fitted: int = 0,
+    fitted: float = 0.0,
 ) -> np.ndarray:
     """Covariance of theta that the clusters' disagreement adds to the noise model's.
 
@@ -378,9 +378,10 @@ def score_overdispersion(
     long-run covariance of the scores (Newey-West, lag 1 between neighbouring clusters of a
     segment, Bartlett weight 1/2) less the model's, mapped by H^+ on both sides, its
     positive part, is what they add (H = ``information``, with any prior's). ``fitted``: the
-    parameters fitted to the same clusters, which pull their scores' sum to zero; the scores'
-    scatter is scaled by G / (G - fitted) for G clusters (the small-sample correction of
-    cluster-robust covariances, CR1).
+    parameters fitted to the same clusters (their effective number, under a prior), which
+    pull the scores' sum toward zero; the scores' scatter is scaled by G / (G - fitted) for
+    G clusters, at most by 2 (a small-sample correction of cluster-robust covariances; few
+    clusters would make it unbounded).
     """
     n = len(information)
     B, expected = np.zeros((n, n)), np.zeros((n, n))
@@ -394,7 +395,7 @@ def score_overdispersion(
             expected += inflation * info
     clusters = sum(len(scores) for scores in segments)
     if fitted:
-        B *= clusters / max(clusters - fitted, 1)
+        B *= min(clusters / max(clusters - fitted, 1e-9), 2.0)
     H_pinv = covariance_from_information(information)
     values, vectors = np.linalg.eigh(H_pinv @ (B - expected) @ H_pinv)
     return (vectors * np.clip(values, 0.0, None)) @ vectors.T

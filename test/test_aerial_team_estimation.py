@@ -11,6 +11,7 @@ from aerial_feed import feed, run_scenario, team_model
 from inertia_estimation_ros.core.aerial.human_wrench import UnobservableWrenchError
 from inertia_estimation_ros.core.aerial.team_estimation import (
     TEAM_UKF_NOISE,
+    AerialEstimatorSettings,
     AerialTeamEstimator,
     AerialTeamModel,
 )
@@ -182,3 +183,13 @@ def test_onboard_cable_estimates_replace_the_coordinators_ukfs(push_run):
     reasons = onboard.estimate(r.time[-1]).reasons
     assert len(reasons) == 1 and reasons[0].startswith("robot_2: no onboard tension for 0.2")
     assert onboard.robot_counters()["robot_1"]["onboard.accepted"] == len(r.time)
+
+
+def test_reacquire_after_reaches_every_robots_ukf_and_is_validated(push_run):
+    scenario, r = push_run
+    settings = AerialEstimatorSettings(reacquire_after=0.2)
+    estimator = AerialTeamEstimator(team_model(scenario), settings)
+    feed(estimator, _head(r, 0.2))
+    assert [track.ukf.reacquire_after for track in estimator.tracks.values()] == [0.2] * 3
+    with pytest.raises(ValueError, match="reacquire_after = 0.0: must be > 0"):
+        AerialEstimatorSettings(reacquire_after=0.0)

@@ -284,3 +284,56 @@ def test_batched_rotation_vectors_equal_scipy(scale):
     np.testing.assert_allclose(compose_rotation_vectors(a, b), expected, atol=1e-12)
     np.testing.assert_allclose(rotation_vectors(quaternions(a)), a, atol=1e-12)
     np.testing.assert_allclose(rotate_e3(a), Rotation.from_rotvec(a).apply([0, 0, 1]), atol=1e-12)
+
+
+def _gap_run(reacquire_after: float | None, gust: float = 2.0) -> CableTensionUKF:
+    """Mocap at 100 Hz for 0.5 s, a 2 s gap in which a gust the model does not know pushes
+    the robot sideways (``gust`` [m/s^2], 4 m of drift at 2), then 0.5 s of mocap again."""
+    rng = np.random.default_rng(11)
+    truth = hover_state()
+    ukf = CableTensionUKF(
+        MODEL, truth, initial_covariance(), NOISE, reacquire_after=reacquire_after
+    )
+    for k in range(300):
+        u = rotor_input(k)
+        gap = 50 <= k < 250
+        truth = MODEL.propagate(truth, u, DT)
+        truth[:3] += 0.5 * gust * gap * DT**2 * np.array([1.0, 0.0, 0.0])
+        truth[3:6] += gust * gap * DT * np.array([1.0, 0.0, 0.0])
+        ukf.predict(u, DT)
+        if not gap:
+            z = measurement(rng, truth)
+            ukf.update_pose(z["p"], z["R"])
+            ukf.update_twist(z["v"], z["Omega"])
+    ukf.truth = truth
+    return ukf
+
+
+def test_after_a_long_mocap_gap_the_filter_reacquires_instead_of_gating_for_good():
+    """Without reacquisition the first pose after the gap passes (the position's covariance
+    grew) but no twist does (the velocity is 4 m/s off), so that the poses are gated again
+    from the next step: the filter is lost for good, 2.6 m off. With it the first twist
+    after the gap inflates the covariance and is accepted (counted once) and the filter
+    tracks again to the mocap's noise, consistently."""
+    lost = _gap_run(reacquire_after=None)
+    assert lost.counters["twist.gated"] == 50 and lost.counters["pose.gated"] == 49
+    assert np.linalg.norm(lost.filter.x[:3] - lost.truth[:3]) > 1.0
+    found = _gap_run(reacquire_after=0.5)
+    assert found.counters["twist.reacquired"] == 1 and found.counters["pose.reacquired"] == 0
+    assert found.counters["pose.gated"] == found.counters["twist.gated"] == 0
+    assert found.counters["pose.accepted"] == found.counters["twist.accepted"] == 100
+    error = found.filter.x[:3] - found.truth[:3]
+    print("error after the gap", error, dict(found.counters))
+    assert np.linalg.norm(error) < 5 * NOISE.position
+    assert error @ np.linalg.solve(found.filter.P[:3, :3], error) < chi2.ppf(0.999, 3)
+
+
+def test_a_short_gap_keeps_the_gate_and_a_bad_reacquire_setting_is_refused():
+    """A 0.5 m mocap jump right after a 0.2 s gap (below reacquire_after) is still gated."""
+    ukf = CableTensionUKF(MODEL, hover_state(), initial_covariance(), NOISE)
+    for k in range(20):
+        ukf.predict(rotor_input(k), DT)
+    assert not ukf.update_pose(hover_state()[:3] + [0.5, 0.0, 0.0], exp3(hover_state()[ATTITUDE]))
+    assert ukf.counters["pose.gated"] == 1 and ukf.counters["pose.reacquired"] == 0
+    with pytest.raises(ValueError, match="reacquire_after"):
+        CableTensionUKF(MODEL, hover_state(), initial_covariance(), reacquire_after=0.0)

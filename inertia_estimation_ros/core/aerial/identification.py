@@ -8,7 +8,13 @@ the wrench the cables apply about its origin, in {b}, moment first (``core/spati
 ``(sum rho_k x mu_k^L, sum mu_k^L)`` with mu_k^L = R_L^T (-|mu_k| xi_k), equals
 Y(V, dV, g) theta (``body_regressor``) for the body twist V = (Omega, R^T v), its derivative
 dV = (Omega_dot, R^T a - Omega x R^T v) and gravity g = R^T (0, 0, -g). Each sample's rows are
-whitened by the tensions' covariance (the UKFs'); the motion is taken as exact.
+whitened by the tensions' covariance (the UKFs') plus, to first order, the payload's filtered
+acceleration's (its covariance through the spatial inertia of a linearization point: the
+motion filter's lag biased the CoM's height by 2-4 cm, 3-5 sigma, in MuJoCo flights). Both
+the UKFs' tensions and the filtered motion are correlated in time, so that the samples are
+not independent: the stated covariance adds what the scores of consecutive clusters of
+samples disagree beyond the noise model (Newey-West, ``score_overdispersion``, as the ground
+team's estimator does).
 
 ``OnlinePayloadIdentification`` is what the coordinator runs: samples while nobody touches
 the payload, a weak prior around the team description (so that a hover still gives the mass
@@ -23,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..cooperative.diagnostics import scaled_condition_number
+from ..cooperative.dynamics import score_overdispersion
 from ..cooperative.estimate import GraspFrameEstimate, Stage, TeamEstimate, _keep_valid
 from ..cooperative.payload_properties import payload_properties
 from ..cooperative.settings import EstimatorSettings
@@ -58,14 +65,26 @@ class InFlightIdentification:
 
     ``direction_floor`` [rad] is added to each cable direction's standard deviation: the UKFs
     state about 1e-3 rad, less than their error against MuJoCo's cables, and rows weighted by
-    it made a hovering payload's mass 12 % light (0.244 for 0.278 kg); with 0.01 rad, 0.278."""
+    it made a hovering payload's mass 12 % light (0.244 for 0.278 kg); with 0.01 rad, 0.278.
+    ``linearization``: the parameters whose spatial inertia maps a sample's motion
+    covariance to its wrench's (the team description). ``cluster_samples``: consecutive
+    samples per cluster of the Newey-West covariance (0.2 s at 100 Hz)."""
 
-    def __init__(self, rho_L: np.ndarray, direction_floor: float = 0.01):
+    def __init__(
+        self,
+        rho_L: np.ndarray,
+        direction_floor: float = 0.01,
+        linearization: InertialParameters | None = None,
+        cluster_samples: int = 20,
+    ):
         self.rho_L = np.asarray(rho_L, dtype=float)
         self.direction_floor = float(direction_floor)
         self.data = RegressionData()
         self._map_solver: ConsistentIdentification | None = None
         self._map = np.vstack([np.hstack(list(skew(self.rho_L))), np.tile(np.eye(3), len(rho_L))])
+        self._inertia = None if linearization is None else linearization.spatial_inertia
+        self.cluster_samples = int(cluster_samples)
+        self._clusters: list[list[np.ndarray]] = []  # [information, eta, samples] each
 
     def add(
         self,
@@ -77,10 +96,13 @@ class InFlightIdentification:
         accel: np.ndarray,
         Omega: np.ndarray,
         Omega_dot: np.ndarray,
+        motion_covariance: np.ndarray | None = None,
     ) -> None:
         """One sample: the payload's attitude, the robots' tensions (n,), cable directions
         (n, 3) and (xi, mu) covariances (n, 4, 4), its velocity and acceleration (in I) and
-        body rate and angular acceleration (in L)."""
+        body rate and angular acceleration (in L), and optionally the 6x6 covariance of
+        (acceleration, angular acceleration) (``PayloadMotionFilter.covariance``; used with
+        a ``linearization``)."""
         blocks = np.kron(np.eye(len(self.rho_L)), R_L.T)  # tension vectors I -> L
         mu_L = blocks @ (-(np.asarray(tension)[:, None] * np.asarray(xi))).ravel()
         wrench = self._map @ mu_L
@@ -88,19 +110,40 @@ class InFlightIdentification:
         cable_covariances[:, :3, :3] += self.direction_floor**2 * np.eye(3)
         covariance = self._map @ blocks @ tension_vector_covariance(tension, xi, cable_covariances)
         covariance = covariance @ blocks.T @ self._map.T
+        if motion_covariance is not None and self._inertia is not None:
+            D = self._inertia @ np.block([[np.zeros((3, 3)), np.eye(3)], [R_L.T, np.zeros((3, 3))]])
+            covariance = covariance + D @ motion_covariance @ D.T
         v_b = R_L.T @ v
         V = np.concatenate([Omega, v_b])
         dV = np.concatenate([Omega_dot, R_L.T @ accel - np.cross(Omega, v_b)])
         Y = body_regressor(V, dV, R_L.T @ (-GRAVITY * E3))
         whitening = np.linalg.inv(np.linalg.cholesky(covariance))
         self.data.add(Y, wrench, whitening)
+        self._add_to_cluster(whitening @ Y, whitening @ wrench)
+
+    def _add_to_cluster(self, WY: np.ndarray, WF: np.ndarray) -> None:
+        if not self._clusters or self._clusters[-1][2] >= self.cluster_samples:
+            self._clusters.append([np.zeros((10, 10)), np.zeros(10), 0])
+        cluster = self._clusters[-1]
+        cluster[0] += WY.T @ WY
+        cluster[1] += WY.T @ WF
+        cluster[2] += 1
+
+    def _correlation_covariance(self, theta: np.ndarray, information: np.ndarray) -> np.ndarray:
+        """What the clusters' scores add to the covariance (``score_overdispersion``); the
+        parameters the data fit: tr(H^-1 I_data), fewer than 10 under a prior."""
+        scores = [(eta - info @ theta, info) for info, eta, _ in self._clusters]
+        fitted = float(np.trace(np.linalg.solve(information, self.data.information)))
+        return score_overdispersion([scores], information, fitted=fitted)
 
     def solve(self) -> IdentifiedPayload:
         """The consistent optimum (paper 003's SDP, Clarabel with SCS fallback) and its
         covariance; ExcitationError names what the motion did not excite."""
         self.data.check_excitation(max_condition=1e8)
         result = ConsistentIdentification(1).solve(self.data)
-        covariance = np.linalg.inv(self.data.information)
+        information = self.data.information
+        covariance = np.linalg.inv(information)
+        covariance += self._correlation_covariance(result.params.vec, information)
         return IdentifiedPayload(result.params, covariance, self.data.n_rows // 6)
 
     def solve_with_prior(
@@ -127,6 +170,7 @@ class InFlightIdentification:
                 self._map_solver = ConsistentIdentification(1, regularizer="euclidean")
             params = self._map_solver.solve(self.data, prior=nominal, gamma=information).params
         covariance = np.linalg.inv(posterior)
+        covariance += self._correlation_covariance(params.vec, posterior)
         return IdentifiedPayload(params, covariance, self.data.n_rows // 6, advice)
 
 
@@ -155,7 +199,9 @@ class OnlinePayloadIdentification:
         self.nominal = InertialParameters.from_mass_com_inertia(
             model.payload_mass, np.zeros(3), model.payload_inertia
         )
-        self.identification = InFlightIdentification(model.attach_points)
+        self.identification = InFlightIdentification(
+            model.attach_points, linearization=self.nominal
+        )
         self.information = prior_information(self.nominal)
         self.stamp = -np.inf
 
@@ -170,7 +216,7 @@ class OnlinePayloadIdentification:
             return False
         self.identification.add(
             estimate.payload_R, estimate.tension, estimate.xi, estimate.cable_covariance,
-            motion.velocity, motion.accel, motion.Omega, motion.Omega_dot,
+            motion.velocity, motion.accel, motion.Omega, motion.Omega_dot, motion.covariance,
         )  # fmt: skip
         self.stamp = estimate.stamp
         return True

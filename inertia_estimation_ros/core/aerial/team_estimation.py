@@ -98,7 +98,8 @@ class AerialEstimatorSettings:
     of zero reads as no contact (the dead-banded wrench shrinks every axis by it).
     ``mocap_timeout`` [s]: silence after which a source is degraded; ``sync_tolerance`` [s]:
     stamps this close are one instant; ``slack_tension`` [N]: a tension below it is a slack
-    cable."""
+    cable; ``reacquire_after`` [s]: a robot's UKF reacquires a kind of mocap update refused or
+    missing this long (``CableTensionUKF``)."""
 
     method: str = "dynamic"
     dead_band_force: float = 0.1
@@ -106,6 +107,7 @@ class AerialEstimatorSettings:
     mocap_timeout: float = 0.1
     sync_tolerance: float = 0.002
     slack_tension: float = 0.05
+    reacquire_after: float = 0.5
     ukf_noise: CableUKFNoise = TEAM_UKF_NOISE
     motion_noise: PayloadMotionNoise = field(default_factory=PayloadMotionNoise)
 
@@ -115,6 +117,8 @@ class AerialEstimatorSettings:
         for name in ("dead_band_force", "dead_band_moment", "mocap_timeout", "sync_tolerance"):
             if not getattr(self, name) >= 0.0:
                 raise ValueError(f"{name} = {getattr(self, name)}: must be >= 0")
+        if not self.reacquire_after > 0.0:
+            raise ValueError(f"reacquire_after = {self.reacquire_after}: must be > 0")
 
 
 @dataclass
@@ -288,7 +292,10 @@ class AerialTeamEstimator:
         x0[:3], x0[ATTITUDE], x0[12:15] = p, log3(R), xi
         x0[TENSION] = self.model.payload_mass * GRAVITY / len(self.tracks)
         P0 = np.diag(np.square(START_STDS))
-        track.ukf = CableTensionUKF(track.model, x0, P0, self.settings.ukf_noise)
+        track.ukf = CableTensionUKF(
+            track.model, x0, P0, self.settings.ukf_noise,
+            reacquire_after=self.settings.reacquire_after,
+        )  # fmt: skip
         track.time = t
         return True
 

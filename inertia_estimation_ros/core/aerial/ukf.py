@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+from scipy.linalg import lapack
 from scipy.spatial.transform import Rotation
 from scipy.stats import chi2
 
@@ -51,8 +52,10 @@ class EuclideanSpace:
     def local(self, X: np.ndarray, x0: np.ndarray) -> np.ndarray:
         return X - x0
 
-    def mean(self, X: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        return weights @ X
+    def mean_and_local(self, X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The weighted mean x of X and local(X, x)."""
+        x = weights @ X
+        return x, X - x
 
     def attitude_residual(self, phi: np.ndarray, R_measured: np.ndarray) -> np.ndarray:
         return phi - log3(R_measured)
@@ -72,22 +75,27 @@ class AttitudeManifold(EuclideanSpace):
         out[:, ATTITUDE] = compose_rotation_vectors(-x0[ATTITUDE], X[:, ATTITUDE])
         return out
 
-    def mean(self, X: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """The weighted mean, the attitude's by Gauss-Newton on SO(3) (Karcher mean), started
-        from the normalized weighted sum of the sign-aligned quaternions; the iteration stays
-        in quaternions (one conversion of the sigma points)."""
-        out = weights @ X
+    def mean_and_local(self, X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The weighted mean x and local(X, x), the attitude's mean by Gauss-Newton on SO(3)
+        (Karcher mean), started from the normalized weighted sum of the sign-aligned
+        quaternions; the iteration stays in quaternions (one conversion of the points) and
+        stops when the mean of the residuals log(R_mean^T R_i) is below 1e-10 rad, so that
+        its last residuals are the attitude block of local(X, x)."""
+        x = weights @ X
+        D = X - x
         rotations = quaternions(X[:, ATTITUDE])
         rotations *= np.where(rotations @ rotations[0] < 0.0, -1.0, 1.0)[:, None]
         mean = weights @ rotations
         mean /= np.sqrt(mean @ mean)
         for _ in range(10):
-            step = weights @ rotation_vectors(quaternion_product(conjugate(mean), rotations))
-            mean = quaternion_product(mean, quaternions(step))
+            residuals = rotation_vectors(quaternion_product(conjugate(mean), rotations))
+            step = weights @ residuals
             if step @ step < 1e-20:  # |step| < 1e-10 rad
                 break
-        out[ATTITUDE] = rotation_vectors(mean)
-        return out
+            mean = quaternion_product(mean, quaternions(step))
+        x[ATTITUDE] = rotation_vectors(mean)
+        D[:, ATTITUDE] = residuals
+        return x, D
 
     def attitude_residual(self, phi: np.ndarray, R_measured: np.ndarray) -> np.ndarray:
         return compose_rotation_vectors(log3(R_measured.T), phi)
@@ -111,26 +119,39 @@ class SigmaPoints:
         wc[0] = wm[0] + 1.0 - self.alpha**2 + self.beta
         return wm, wc
 
-    def points(self, x: np.ndarray, L: np.ndarray, space: EuclideanSpace) -> np.ndarray:
-        """x, then x [+] column i of sqrt(n + lambda) L, then x [+] minus it; L L^T = P."""
+    def points(
+        self, x: np.ndarray, L: np.ndarray, space: EuclideanSpace
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(points, steps): x, then x [+] column i of sqrt(n + lambda) L, then x [+] minus
+        it (L L^T = P); steps are the perturbations, local(points, x) = steps."""
         n = len(x)
-        scaled = np.sqrt(self.alpha**2 * (n + self.kappa)) * L
-        steps = np.vstack([np.zeros(n), scaled.T, -scaled.T])
-        return space.retract(x, steps)
+        scaled = np.sqrt(self.alpha**2 * (n + self.kappa)) * L.T
+        steps = np.empty((2 * n + 1, n))
+        steps[0] = 0.0
+        steps[1 : n + 1] = scaled
+        np.negative(scaled, out=steps[n + 1 :])
+        return space.retract(x, steps), steps
+
+
+def _cholesky(P: np.ndarray) -> np.ndarray | None:
+    """The lower Cholesky factor of P (LAPACK potrf: no checks, no copies beyond its own;
+    np.linalg.cholesky costs 3x more on 19x19), None if P is not positive definite."""
+    L, info = lapack.dpotrf(P, lower=1, clean=1)
+    return L if info == 0 else None
 
 
 def symmetric_positive_definite(P: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     """(P, L, repaired): P symmetrized and its Cholesky factor L; eigenvalues lifted to a
     floor (repaired = True) if P was not positive definite."""
     P = 0.5 * (P + P.T)
-    try:
-        return P, np.linalg.cholesky(P), False
-    except np.linalg.LinAlgError:
-        values, vectors = np.linalg.eigh(P)
-        floor = 1e-12 * max(float(np.abs(values).max()), 1e-12)
-        P = (vectors * np.maximum(values, floor)) @ vectors.T
-        P = 0.5 * (P + P.T)
-        return P, np.linalg.cholesky(P), True
+    L = _cholesky(P)
+    if L is not None:
+        return P, L, False
+    values, vectors = np.linalg.eigh(P)
+    floor = 1e-12 * max(float(np.abs(values).max()), 1e-12)
+    P = (vectors * np.maximum(values, floor)) @ vectors.T
+    P = 0.5 * (P + P.T)
+    return P, np.linalg.cholesky(P), True
 
 
 @lru_cache(maxsize=64)
@@ -139,10 +160,24 @@ def _gate(probability: float, dim: int) -> float:
     return float(chi2.ppf(probability, dim))
 
 
+REACQUIRE_INFLATIONS = 20  # covariance inflations tried before a measurement is refused
+
+
+@dataclass(frozen=True)
+class _Innovation:
+    """One update's innovation y, its NIS, the gain K and the cross covariance P_xz."""
+
+    y: np.ndarray
+    nis: float
+    K: np.ndarray
+    P_xz: np.ndarray
+
+
 class UnscentedFilter:
     """A UKF on a state space with retract/local/mean (additive noise, sigma points
     redrawn before every predict and update); updates are gated (NaN, Mahalanobis) and
-    counted in ``counters`` ('<name>.accepted', '<name>.nan', '<name>.gated')."""
+    counted in ``counters`` ('<name>.accepted', '<name>.nan', '<name>.gated',
+    '<name>.reacquired')."""
 
     def __init__(
         self,
@@ -167,7 +202,7 @@ class UnscentedFilter:
         self.counters: Counter[str] = Counter()
         self.last_nis: dict[str, float] = {}
 
-    def _sigmas(self) -> np.ndarray:
+    def _sigmas(self) -> tuple[np.ndarray, np.ndarray]:
         self.P, L, repaired = symmetric_positive_definite(self.P)
         if repaired:
             self.counters["covariance_repairs"] += 1
@@ -175,36 +210,58 @@ class UnscentedFilter:
 
     def predict(self, f: StateFunction, Q: np.ndarray) -> None:
         """x <- mean f(chi_i), P <- sum wc d d^T + Q."""
-        propagated = f(self._sigmas())
-        self.x = self.space.mean(propagated, self.wm)
-        D = self.space.local(propagated, self.x)
+        propagated = f(self._sigmas()[0])
+        self.x, D = self.space.mean_and_local(propagated, self.wm)
         P = (D.T * self.wc) @ D + Q
         self.P = 0.5 * (P + P.T)
 
-    def update(self, name: str, h: StateFunction, z: np.ndarray, R: np.ndarray) -> bool:
-        """The standard update x <- x [+] K (z - z_bar) (erratum 10); False if z was refused."""
+    def update(
+        self, name: str, h: StateFunction, z: np.ndarray, R: np.ndarray, reacquire: bool = False
+    ) -> bool:
+        """The standard update x <- x [+] K (z - z_bar) (erratum 10); False if z was refused.
+        ``reacquire`` (after a long gap, when the prediction may have drifted beyond the
+        gate): a gated z is retried with P inflated by 2 NIS / gate until it passes (at most
+        ``REACQUIRE_INFLATIONS`` times; refused and P kept if it never does)."""
         z = np.asarray(z, dtype=float)
         if not np.all(np.isfinite(z)):
             self.counters[f"{name}.nan"] += 1
             return False
-        sigmas = self._sigmas()
+        gate = np.inf if self.gate_probability is None else _gate(self.gate_probability, len(z))
+        P_before = self.P
+        innovation = self._innovation(h, z, R)
+        self.last_nis[name] = innovation.nis
+        inflations = 0
+        while innovation.nis > gate and reacquire and inflations < REACQUIRE_INFLATIONS:
+            self.P = self.P * (2.0 * innovation.nis / gate)
+            innovation = self._innovation(h, z, R)
+            inflations += 1
+        if innovation.nis > gate:
+            self.P = P_before
+            self.counters[f"{name}.gated"] += 1
+            return False
+        if inflations:
+            self.counters[f"{name}.reacquired"] += 1
+        self.x = self.space.retract(self.x, innovation.K @ innovation.y)
+        P = self.P - innovation.K @ innovation.P_xz.T  # K S K^T = K P_xz^T
+        self.P = 0.5 * (P + P.T)
+        self.counters[f"{name}.accepted"] += 1
+        return True
+
+    def _innovation(self, h: StateFunction, z: np.ndarray, R: np.ndarray) -> _Innovation:
+        """y = z - z_bar, S, P_xz, K = P_xz S^-1 and the NIS y^T S^-1 y (one Cholesky of
+        S, one triangular solve for y and P_xz^T together)."""
+        sigmas, steps = self._sigmas()
         Z = h(sigmas)
         z_bar = self.wm @ Z
         dZ = Z - z_bar
         S = (dZ.T * self.wc) @ dZ + R
         y = z - z_bar
-        nis = float(y @ np.linalg.solve(S, y))
-        self.last_nis[name] = nis
-        if self.gate_probability is not None and nis > _gate(self.gate_probability, len(z)):
-            self.counters[f"{name}.gated"] += 1
-            return False
-        P_xz = (self.space.local(sigmas, self.x).T * self.wc) @ dZ
-        K = np.linalg.solve(S, P_xz.T).T
-        self.x = self.space.retract(self.x, K @ y)
-        self.P = self.P - K @ S @ K.T
-        self.P = 0.5 * (self.P + self.P.T)
-        self.counters[f"{name}.accepted"] += 1
-        return True
+        P_xz = (steps.T * self.wc) @ dZ
+        L_S = _cholesky(S)
+        if L_S is None:  # S is R plus a Gram matrix: only non-finite predictions get here
+            return _Innovation(y, np.inf, np.zeros_like(P_xz), P_xz)
+        solved, _ = lapack.dpotrs(L_S, np.column_stack([y, P_xz.T]), lower=1)
+        return _Innovation(y, float(y @ solved[:, 0]), solved[:, 1:].T, P_xz)
 
 
 @dataclass(frozen=True)
@@ -274,8 +331,18 @@ def _diag(stds: list[float], sizes: list[int]) -> np.ndarray:
 _BLOCKS = [3, 3, 3, 3, 3, 3, 1]
 
 
+_TWIST = np.r_[3:6, 9:12]
+_MOCAP = np.r_[0:3, 6:9, 3:6, 9:18]  # Z of eq. 36: p, attitude, v, Omega, xi, xi_dot
+
+
 def _twist(X: np.ndarray) -> np.ndarray:
-    return X[:, np.r_[3:6, 9:12]]
+    return X[:, _TWIST]
+
+
+@lru_cache(maxsize=32)
+def _measurement_noise(stds: tuple[float, ...]) -> np.ndarray:
+    """R = diag of each standard deviation squared, three times (not to be written to)."""
+    return _diag(list(stds), [3] * len(stds))
 
 
 def _cable(X: np.ndarray) -> np.ndarray:
@@ -303,7 +370,12 @@ class CableUKFNoise:
 
 class CableTensionUKF:
     """The UKF of one robot (eqs. 31-37): predict at the control rate from the rotor
-    wrench U = [f, M] (eqs. 32-33), update asynchronously from whatever mocap delivers."""
+    wrench U = [f, M] (eqs. 32-33), update asynchronously from whatever mocap delivers.
+
+    ``reacquire_after`` [s]: after this long without an accepted update of a kind (a mocap
+    gap, or all of them gated), the prediction may have drifted beyond the Mahalanobis
+    gate, which would then refuse that kind for good; its next measurement inflates the
+    covariance until it passes the gate (counted '<name>.reacquired'; ``None``: never)."""
 
     def __init__(
         self,
@@ -314,9 +386,14 @@ class CableTensionUKF:
         space: EuclideanSpace | None = None,
         sigma_points: SigmaPoints | None = None,
         gate_probability: float | None = 0.9999,
+        reacquire_after: float | None = 0.5,
     ):
+        if reacquire_after is not None and not reacquire_after > 0.0:
+            raise ValueError(f"reacquire_after = {reacquire_after} s: must be > 0 or None")
         self.model = model
         self.noise = noise or CableUKFNoise()
+        self.reacquire_after = reacquire_after
+        self.coasting: dict[str, float] = {}  # [s] predicted since each kind's last update
         self.filter = UnscentedFilter(
             x0, P0, space or AttitudeManifold(), sigma_points, gate_probability
         )
@@ -341,13 +418,19 @@ class CableTensionUKF:
         else:
             self.counters["input.nan"] += 1
         u = self._last_input
+        for name in self.coasting:
+            self.coasting[name] += dt
         self.filter.predict(
             lambda s: self.model.propagate(s, u, dt, attach_accel), self.noise.Q * dt
         )
 
     def _update(self, name: str, h: StateFunction, z: np.ndarray, stds: list[float]) -> bool:
-        R = _diag(stds, [3] * len(stds))
-        accepted = self.filter.update(name, h, z, R)
+        R = _measurement_noise(tuple(stds))
+        coasting = self.coasting.setdefault(name, 0.0)
+        gap = self.reacquire_after is not None and coasting > self.reacquire_after
+        accepted = self.filter.update(name, h, z, R, reacquire=gap)
+        if accepted:
+            self.coasting[name] = 0.0
         if self.filter.x[TENSION] < 0.0:  # mu >= 0: a cable cannot push (slack: mu = 0)
             self.filter.x[TENSION] = 0.0
             self.counters["tension.clamped"] += 1
@@ -391,8 +474,9 @@ class CableTensionUKF:
         z = np.concatenate([p, attitude, v, Omega, xi, xi_dot])
 
         def h(X: np.ndarray) -> np.ndarray:
-            pose = [X[:, POSITION], space.attitude_residual(X[:, ATTITUDE], R)]
-            return np.hstack(pose + [_twist(X), _cable(X)])
+            Z = X[:, _MOCAP]
+            Z[:, 3:6] = space.attitude_residual(X[:, ATTITUDE], R)
+            return Z
 
         noise = self.noise
         stds = [noise.position, noise.attitude, noise.velocity, noise.rate]

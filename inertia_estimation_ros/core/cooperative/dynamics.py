@@ -346,28 +346,56 @@ def segment_overdispersion(
 
     ``segments``: per segment in use, its consecutive clusters of samples (oldest first) and
     its group's noise. Each cluster b has the score g_b = eta_b - I_b theta
-    (``normal_equations``). Under the noise model Var(g_b) = inflation I_b; errors the model
-    lacks (an unmeasured wrench, model errors smooth in time such as central-difference
-    accelerations) make the scores scatter more and neighbouring clusters' scores agree.
-    The long-run covariance of the scores (Newey-West, lag 1 between neighbouring clusters
-    of a segment, Bartlett weight 1/2) less the model's, mapped by H^+ on both sides, its
-    positive part, is what they add.
+    (``normal_equations``); ``score_overdispersion`` does the rest.
     """
-    B, expected = np.zeros((10, 10)), np.zeros((10, 10))
+    scored = []
     for clusters, (sigma_f, sigma_m) in segments:
-        previous = None
+        scores = []
         for moments in clusters:
             A_f, A_m = moments.noise_structure(T_s_i)
             C = sigma_f**2 * A_f + sigma_m**2 * A_m
             info, eta = moments.normal_equations(
                 T_s_i, np.linalg.inv(C + 1e-12 * np.trace(C) * np.eye(6))
             )
-            g = eta - info @ theta
+            scores.append((eta - info @ theta, info))
+        scored.append(scores)
+    return score_overdispersion(scored, information, inflation)
+
+
+def score_overdispersion(
+    segments: Sequence[Sequence[tuple[np.ndarray, np.ndarray]]],
+    information: np.ndarray,
+    inflation: float = 1.0,
+    fitted: float = 0.0,
+) -> np.ndarray:
+    """Covariance of theta that the clusters' disagreement adds to the noise model's.
+
+    ``segments``: per segment, its consecutive clusters (oldest first) as (score g_b,
+    information I_b) of the whitened rows, g_b = eta_b - I_b theta. Under the noise model
+    Var(g_b) = inflation I_b; errors the model lacks (an unmeasured wrench, model errors
+    smooth in time such as central-difference accelerations or a filter's correlated
+    estimates) make the scores scatter more and neighbouring clusters' scores agree. The
+    long-run covariance of the scores (Newey-West, lag 1 between neighbouring clusters of a
+    segment, Bartlett weight 1/2) less the model's, mapped by H^+ on both sides, its
+    positive part, is what they add (H = ``information``, with any prior's). ``fitted``: the
+    parameters fitted to the same clusters (their effective number, under a prior), which
+    pull the scores' sum toward zero; the scores' scatter is scaled by G / (G - fitted) for
+    G clusters, at most by 2 (a small-sample correction of cluster-robust covariances; few
+    clusters would make it unbounded).
+    """
+    n = len(information)
+    B, expected = np.zeros((n, n)), np.zeros((n, n))
+    for scores in segments:
+        previous = None
+        for g, info in scores:
             B += np.outer(g, g)
             if previous is not None:
                 B += 0.5 * (np.outer(g, previous) + np.outer(previous, g))
             previous = g
             expected += inflation * info
+    clusters = sum(len(scores) for scores in segments)
+    if fitted:
+        B *= min(clusters / max(clusters - fitted, 1e-9), 2.0)
     H_pinv = covariance_from_information(information)
     values, vectors = np.linalg.eigh(H_pinv @ (B - expected) @ H_pinv)
     return (vectors * np.clip(values, 0.0, None)) @ vectors.T

@@ -195,6 +195,14 @@ INTERFACE = NodeInterface(
             bounds=(0.001, 10.0),
         ),
         Param(
+            "reacquire_after",
+            "double",
+            _DEFAULTS.reacquire_after,
+            "a robot's UKF inflates its covariance to accept a kind of mocap update refused or "
+            "missing this long (a gap its prediction drifted through) [s]",
+            bounds=(0.01, 60.0),
+        ),
+        Param(
             "publish_period",
             "double",
             0.02,
@@ -309,6 +317,7 @@ class AerialCoordinatorNode(Node):
                 dead_band_force=p.dead_band_force,
                 dead_band_moment=p.dead_band_moment,
                 mocap_timeout=p.mocap_timeout,
+                reacquire_after=p.reacquire_after,
             )
             return AerialTeamEstimator(model, settings)
         except (ValueError, OSError) as error:

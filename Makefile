@@ -97,9 +97,7 @@ COMPAT_TESTS := test/test_spatial.py test/test_regressor.py \
 	test/test_sim_payload.py test/test_gazebo_assets.py test/test_robot_kinematics.py \
 	test/test_conversions.py test/test_messages_dds.py test/test_coordinator.py \
 	test/test_services.py test/test_parameters_runtime.py \
-	test/test_coordinator_node.py
-# test/test_namespaces.py passes alone on numpy 1.26 (3 passed, 18 s) but not after the
-# others in this run (no estimate in 150 s): an interaction not settled yet (issue 17).
+	test/test_coordinator_node.py test/test_namespaces.py
 
 $(COMPAT)/bin/python:
 	$(PYTHON) -m venv $(COMPAT)

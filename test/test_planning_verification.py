@@ -195,3 +195,34 @@ def test_a_refused_informed_tray_plan_is_replanned_until_certified():
     assert np.linalg.norm(outcome.plan.X[-1, :3] - goal) < settings.goal_tolerance
     assert np.allclose(outcome.plan.X[-1, 6:], 0.0, atol=1e-4)  # at rest (OSQP: 1e-4)
     assert "re-planned: w_s 100: +" in outcome.summary()
+
+
+def test_replanning_stops_at_a_qp_failure_and_returns_the_refused_plan(monkeypatch):
+    """A re-plan whose QP has no solution ends the rounds: the outcome is the last plan's
+    (not certified), with the failed round named; a failure in the first round raises."""
+    from dataclasses import replace
+
+    from inertia_estimation_ros.core.planning import session
+    from inertia_estimation_ros.core.planning.planner import PlannerSettings, QPSolveError
+
+    refused = session.Verification(0.5, 0.1, 10, False, 1, 1, True)
+    monkeypatch.setattr(session, "verifiers_for", lambda objects: [None])
+    monkeypatch.setattr(session, "verify_plan", lambda plan, objects, *a, **k: {"box": refused})
+    plan = session.TrayPlanner.plan
+    weights = []
+
+    def plan_or_fail(self, start, goal, on_iteration=None):
+        weights.append(self.settings.slack_weight)
+        if self.settings.slack_weight > 100.0:
+            raise QPSolveError("the QP solver stopped without a solution (maximum iterations)")
+        return plan(self, start, goal, on_iteration)
+
+    monkeypatch.setattr(session.TrayPlanner, "plan", plan_or_fail)
+    box, settings = [BalancedObject.box((0.15, 0.15, 0.3))], PlannerSettings(duration=3.0)
+    start, goal = np.array([0, 0, 1.0, 0, 0, 0]), np.array([1.0, 0.0, 1.0])
+    outcome = session.plan_and_verify(box, "robust", settings, start, goal)
+    assert weights == [100.0, 1000.0] and not outcome.certified
+    assert [r.slack_weight for r in outcome.rounds] == [100.0, 1000.0]
+    assert "maximum iterations" in outcome.rounds[1].refused and "no plan" in outcome.summary()
+    with pytest.raises(QPSolveError):
+        session.plan_and_verify(box, "robust", replace(settings, slack_weight=1e3), start, goal)

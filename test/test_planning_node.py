@@ -129,6 +129,7 @@ def test_refusals_then_a_certified_trajectory(ros_context):
         assert spin_until(executor, lambda: "refused" not in got["verification"][-1].data, 5.0)
         verdict = json.loads(got["verification"][-1].data)
         assert verdict["certified"] and verdict["max_violation"] < 0
+        assert verdict["rounds"] and verdict["rounds"][-1].startswith("w_s ")  # re-plan rounds
         assert "informed" in verdict["polytope"] and "uninformed" not in verdict["polytope"]
         points = got["trajectory"][0].points
         assert points[-1].transforms[0].translation.x == pytest.approx(1.0, abs=1e-3)

@@ -169,3 +169,60 @@ def test_cylinder_sdp_equals_the_vertex_maximum_in_translation():
     vertices = robust_constraint_values(H, TRANSLATING, obj.parameters_at(obj.com_vertices))
     np.testing.assert_allclose(sdp, vertices.max(axis=0), atol=1e-4)
     assert verifier.verify(np.zeros(1), STATIC[None]).max_violation < 0
+
+
+def test_a_refused_informed_tray_plan_is_replanned_until_certified():
+    """The bench's estimator-informed 60 cm box (CoM estimated 4 mm off, 1 cm sigma, 3 sigma
+    polytope): with the paper's w_s = 100 the worst-case inertia tips the T = 4 s plan at its
+    start (SDP +1.32 at t = 0.1 s, measured); one re-plan with w_s = 1e3 is certified (the
+    SDP's maximum, exact, <= 0) and still ends at rest at the goal."""
+    from inertia_estimation_ros.core.planning.planner import PlannerSettings
+    from inertia_estimation_ros.core.planning.session import plan_and_verify
+
+    size = np.array([0.15, 0.15, 0.6])
+    box = BalancedObject.box(tuple(size))
+    estimate = ComEstimate(np.array([0.034, -0.026, 0.204]), np.diag([1e-4] * 3), True)
+    informed, was_informed = informed_com_box(box, estimate, k_sigma=3.0)
+    start, goal = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0]), np.array([-2.0, 1.0, 1.0])
+    settings = PlannerSettings(duration=4.0)
+
+    outcome = plan_and_verify([informed], "robust", settings, start, goal, max_solves=150)
+
+    first, last = outcome.rounds[0], outcome.rounds[-1]
+    assert was_informed and first.slack_weight == 100.0 and first.max_violation > 0.5
+    assert outcome.certified and last is outcome.rounds[1] and last.slack_weight == 1e3
+    assert outcome.worst[1].exact and outcome.worst[1].max_violation == last.max_violation <= 0
+    assert np.linalg.norm(outcome.plan.X[-1, :3] - goal) < settings.goal_tolerance
+    assert np.allclose(outcome.plan.X[-1, 6:], 0.0, atol=1e-4)  # at rest (OSQP: 1e-4)
+    assert "re-planned: w_s 100: +" in outcome.summary()
+
+
+def test_replanning_stops_at_a_qp_failure_and_returns_the_refused_plan(monkeypatch):
+    """A re-plan whose QP has no solution ends the rounds: the outcome is the last plan's
+    (not certified), with the failed round named; a failure in the first round raises."""
+    from dataclasses import replace
+
+    from inertia_estimation_ros.core.planning import session
+    from inertia_estimation_ros.core.planning.planner import PlannerSettings, QPSolveError
+
+    refused = session.Verification(0.5, 0.1, 10, False, 1, 1, True)
+    monkeypatch.setattr(session, "verifiers_for", lambda objects: [None])
+    monkeypatch.setattr(session, "verify_plan", lambda plan, objects, *a, **k: {"box": refused})
+    plan = session.TrayPlanner.plan
+    weights = []
+
+    def plan_or_fail(self, start, goal, on_iteration=None):
+        weights.append(self.settings.slack_weight)
+        if self.settings.slack_weight > 100.0:
+            raise QPSolveError("the QP solver stopped without a solution (maximum iterations)")
+        return plan(self, start, goal, on_iteration)
+
+    monkeypatch.setattr(session.TrayPlanner, "plan", plan_or_fail)
+    box, settings = [BalancedObject.box((0.15, 0.15, 0.3))], PlannerSettings(duration=3.0)
+    start, goal = np.array([0, 0, 1.0, 0, 0, 0]), np.array([1.0, 0.0, 1.0])
+    outcome = session.plan_and_verify(box, "robust", settings, start, goal)
+    assert weights == [100.0, 1000.0] and not outcome.certified
+    assert [r.slack_weight for r in outcome.rounds] == [100.0, 1000.0]
+    assert "maximum iterations" in outcome.rounds[1].refused and "no plan" in outcome.summary()
+    with pytest.raises(QPSolveError):
+        session.plan_and_verify(box, "robust", replace(settings, slack_weight=1e3), start, goal)

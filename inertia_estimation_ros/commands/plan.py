@@ -109,8 +109,9 @@ def run(args: argparse.Namespace) -> int:
         if args.estimate_bag is not None:
             objects = _inform(objects, _estimate_from_bag(args.estimate_bag, args.topic), args)
         outcome = plan_and_verify(
-            objects, method, settings, start, goal, args.max_solves, robot=robot
-        )
+            objects, method, settings, start, goal, args.max_solves, robot=robot,
+            replan_rounds=args.replan_rounds,
+        )  # fmt: skip
     except (
         OSError,
         ValueError,
@@ -186,5 +187,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--max-solves", type=int, default=400, help="SDP budget per object (branch and bound)"
+    )
+    parser.add_argument(
+        "--replan-rounds",
+        type=int,
+        default=2,
+        choices=range(6),
+        metavar="N",
+        help="re-plans with a 10x balancing weight w_s while the SDP refuses the plan (0-5)",
     )
     parser.set_defaults(run=run)

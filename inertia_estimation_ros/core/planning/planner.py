@@ -65,6 +65,10 @@ class PlanningError(RuntimeError):
     """No trajectory: the message names the cause and what to change."""
 
 
+class QPSolveError(PlanningError):
+    """The QP solver returned no solution (infeasible, or stopped before converging)."""
+
+
 class FixedPattern:
     """A sparse (CSC) matrix of fixed sparsity assembled from one value per entry: the
     entries (rows, cols), distinct, are given once and ``data(values)`` orders values given
@@ -549,13 +553,13 @@ class TrayPlanner:
         result = solver.solve(raise_error=False)
         status = result.info.status
         if "infeasible" in status:
-            raise PlanningError(
+            raise QPSolveError(
                 f"the planning QP is {status}: the goal cannot be reached within "
                 f"T = {self.settings.duration} s under the limits; increase the duration or "
                 "the limits"
             )
         if status not in ("solved", "solved inaccurate"):
-            raise PlanningError(f"the QP solver stopped without a solution ({status})")
+            raise QPSolveError(f"the QP solver stopped without a solution ({status})")
         return result
 
     def _forces(self, z: np.ndarray, wrench: np.ndarray) -> np.ndarray:

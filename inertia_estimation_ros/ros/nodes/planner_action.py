@@ -5,7 +5,8 @@ feedback comes after every SQP iteration (QP status, balancing residual, distanc
 iterate from the goal) and once more when the verification SDPs start, and the result says
 whether a certified trajectory was published and, if not, why. A cancel request stops the
 planner at the next iteration (the goal ends canceled, nothing is published); one that
-arrives after the last iteration changes nothing. The ``~/plan`` Trigger service stays
+arrives after the last iteration changes nothing unless the SDP refuses the plan and a
+re-plan round (``replan_rounds``) starts. The ``~/plan`` Trigger service stays
 for callers without action clients (it plans to the last goal and blocks until done).
 """
 

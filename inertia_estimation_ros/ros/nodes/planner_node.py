@@ -160,6 +160,13 @@ INTERFACE = NodeInterface(
             bounds=(0.0, 1.0),
         ),
         Param("max_solves", "int", 400, "verification SDP budget per object", bounds=(1, 100000)),
+        Param(
+            "replan_rounds",
+            "int",
+            2,
+            "re-plans with a 10x balancing weight w_s when the SDP refuses a plan",
+            bounds=(0, 5),
+        ),
         *admittance_mode.PARAMETERS,
     ],
 )
@@ -277,6 +284,7 @@ class PlannerNode(Node):
                 outcome = plan_and_verify(
                     [obj], self.p.method, settings, self.start, self.goal, self.p.max_solves,
                     robot=self.p.robot, on_iteration=on_iteration,
+                    replan_rounds=self.p.replan_rounds,
                 )  # fmt: skip
                 self.last_outcome = outcome
             except (PolytopeError, PlanningError) as error:
@@ -294,7 +302,8 @@ class PlannerNode(Node):
             if not outcome.certified:
                 return self._refuse(
                     f"plan not certified (worst case {outcome.worst[1].max_violation:+.3f} at "
-                    f"t = {outcome.worst[1].time:.2f} s): lengthen `duration`"
+                    f"t = {outcome.worst[1].time:.2f} s, after {len(outcome.rounds)} "
+                    "round(s) of re-planning): lengthen `duration`"
                 )
             if outcome.plan.robot == "tray":
                 self._trajectory.publish(self._trajectory_message(outcome))
@@ -329,6 +338,7 @@ class PlannerNode(Node):
             "object": name,
             "exact": worst.exact,
             "polytope": source,
+            "rounds": [round_.describe() for round_ in outcome.rounds],
         }
         self._verification.publish(String(data=json.dumps(data)))
 

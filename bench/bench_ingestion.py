@@ -22,18 +22,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from inertia_estimation_ros.core.cooperative import TeamEstimator
-from inertia_estimation_ros.core.samples import SetBlock
-from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
-from inertia_estimation_ros.ros.conversions import to_grasp_state_array
-from inertia_estimation_ros.ros.ingest import push_message
-from inertia_estimation_ros.sim import analytic as an
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the source tree, as the tests
+
+from inertia_estimation_ros.core.cooperative import TeamEstimator  # noqa: E402
+from inertia_estimation_ros.core.samples import SetBlock  # noqa: E402
+from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline  # noqa: E402
+from inertia_estimation_ros.ros.conversions import to_grasp_state_array  # noqa: E402
+from inertia_estimation_ros.ros.ingest import push_message  # noqa: E402
+from inertia_estimation_ros.sim import analytic as an  # noqa: E402
 
 CASES = ((100.0, 3), (1000.0, 3), (1000.0, 16))
 TARGET_US = 20.0

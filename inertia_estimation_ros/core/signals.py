@@ -100,8 +100,8 @@ class CausalLowpass:
     def block(self, x: np.ndarray) -> np.ndarray:
         """Consecutive samples x (Q, ...) at once, oldest first: the same as Q calls."""
         x = np.asarray(x, dtype=float)
-        if len(x) == 0:
-            return x
+        if len(x) <= 1:  # sosfilt's set-up costs more than one step
+            return x if len(x) == 0 else self(x[0])[None]
         if self._zi is None:
             self._zi = self._zi_unit[(...,) + (None,) * (x.ndim - 1)] * x[0]
         y, self._zi = signal.sosfilt(self._sos, x, axis=0, zi=self._zi)

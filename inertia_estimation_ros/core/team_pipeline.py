@@ -433,9 +433,11 @@ class TeamPipeline:
             sets = team.aligner.pop_ready()
             if not sets:
                 continue
-            try:
-                block = SetBlock.from_sets(sets, team.robot_ids)
+            try:  # one set (low rates): ``update`` checks it for less than a block's checks
+                block = SetBlock.from_sets(sets, team.robot_ids) if len(sets) > 1 else None
             except (TypeError, ValueError):  # fields that do not stack: set by set
+                block = None
+            if block is None:
                 kept = np.array([team.estimator.update(s).accepted for s in sets], dtype=bool)
             else:
                 kept = team.estimator.update_block(block).accepted

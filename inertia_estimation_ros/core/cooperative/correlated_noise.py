@@ -72,7 +72,9 @@ class BlockSums:
 
     def add_rows(self, X: np.ndarray) -> None:
         """``add`` for consecutive stacked vectors X (Q, dim), oldest first."""
-        if len(X) == 0:
+        if len(X) <= 1:
+            if len(X):
+                self.add(X[0])
             return
         for k, length in enumerate(self.lengths):
             ends = np.arange(length - self.filled[k] - 1, len(X), length)  # blocks complete
@@ -153,6 +155,9 @@ class ResidualCorrelation:
         """Consecutive residual vectors (Q, d), oldest first."""
         R = np.asarray(R, dtype=float).reshape(len(R), -1)
         if self.lags == 0 or len(R) == 0:
+            return
+        if len(R) == 1:
+            self.add(R[0])
             return
         self._ready(R.shape[1])
         recent = np.roll(self._buffer, -self._position, axis=0)[self.lags - self._filled :]

@@ -151,6 +151,9 @@ class HomeGravity:
 
     def add_batch(self, T_i0_i: np.ndarray, g_i: np.ndarray) -> None:
         """``add`` for stacked poses (Q, 4, 4) and gravity vectors (Q, 3)."""
+        if len(T_i0_i) == 1:
+            self.add(T_i0_i[0], g_i[0])
+            return
         h = np.einsum("kij,kj->ki", T_i0_i[:, :3, :3], g_i)
         u = h / np.linalg.norm(h, axis=1, keepdims=True)
         self.total += u.sum(axis=0)

@@ -13,7 +13,7 @@ from inertia_estimation_ros.core.samples import SetBlock
 from inertia_estimation_ros.sim import analytic as an
 
 RATE = 100.0
-SOLVE_EVERY = 500  # sets between the solves (the same sets for both paths)
+SOLVE_EVERY = 700  # sets between the solves (the same sets for both paths)
 BLOCK = 37  # sets per block: blocks straddle the phase and segment boundaries
 
 

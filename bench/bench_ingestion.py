@@ -73,13 +73,14 @@ def pipeline_cpu(ids: tuple, instants: list, rate: float, k: int) -> tuple[float
     settings = PipelineSettings.from_parameters({"sample_rate_hz": rate})
     pipeline = TeamPipeline(ids, ids[0], settings)
     sets = []
-    update = pipeline.full.estimator.update_block
+    pop_ready = pipeline.full.aligner.pop_ready
 
-    def keep(block):  # record what reaches the estimator, then accumulate it
-        sets.append(block)
-        return update(block)
+    def keep() -> list:  # record the aligned sets that go to the estimator
+        ready = pop_ready()
+        sets.extend(ready)
+        return ready
 
-    pipeline.full.estimator.update_block = keep
+    pipeline.full.aligner.pop_ready = keep
     every = max(1, round(0.01 * rate / k))
     start = time.process_time()
     for j, instant in enumerate(instants):
@@ -91,16 +92,16 @@ def pipeline_cpu(ids: tuple, instants: list, rate: float, k: int) -> tuple[float
     return time.process_time() - start, sets
 
 
-def estimator_cpu(ids: tuple, rate: float, blocks: list, one_block: bool) -> float:
-    """CPU seconds of a fresh estimator's updates on the same blocks: per set or as one."""
+def estimator_cpu(ids: tuple, rate: float, sets: list, one_block: bool) -> float:
+    """CPU seconds of a fresh estimator's updates on the same sets: one by one or as one
+    block (the conversion to a ``SetBlock`` not counted)."""
     settings = PipelineSettings.from_parameters({"sample_rate_hz": rate}).estimator
     estimator = TeamEstimator(ids, ids[0], settings)
     if one_block:
-        merged = SetBlock.concatenate(blocks)
+        block = SetBlock.from_sets(sets, ids)
         start = time.process_time()
-        estimator.update_block(merged)
+        estimator.update_block(block)
         return time.process_time() - start
-    sets = [block.set_at(q) for block in blocks for q in range(len(block))]
     start = time.process_time()
     for samples in sets:
         estimator.update(samples)

@@ -32,7 +32,7 @@ GRASP_TYPES = {
 }
 TRUTH_TOPIC = "/ground_truth/payload"
 LIVE_TOPIC = "/payload_estimate"
-UPDATE_PERIOD = 0.01  # [s] of bag time between alignments and estimator updates
+UPDATE_PERIOD = 0.1  # [s] of bag time between alignments and estimator updates
 # What bad input raises; the commands print it as a message (BagError is a ValueError).
 INPUT_ERRORS = (ValueError, KeyError, OSError)
 
@@ -114,10 +114,10 @@ def estimate_bag(
     with ``solve_at``, once the reference robot's samples reach each of those stamps (e.g.
     those of the live coordinator's estimates, to follow its schedule). ``progress(seconds)``
     gets the bag time done."""
-    from ..bags import bag_topics, read_bag
+    from ..bags import bag_topics
     from ..core.team_pipeline import PipelineSettings, TeamPipeline
+    from ..ros.bag_grasps import read_grasp_entries
     from ..ros.conversions import to_payload_estimate
-    from ..ros.ingest import push_message
 
     parameters = dict(parameters or {})
     topics = bag_topics(path)
@@ -130,20 +130,22 @@ def estimate_bag(
     )
     settings = PipelineSettings.from_parameters(parameters)
     pipeline = TeamPipeline(robots, reference, settings)
-    history, next_solve, next_update, first = [], None, 0.0, None
+    history, next_solve = [], None
     schedule = sorted(solve_at or [])
     try:
         wanted = grasp_topics(topics, robots)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
-    for message in read_bag(path, wanted, deserialize="rclpy"):
-        push_message(pipeline, message.topic.split("/")[1], message.message)
-        t = message.timestamp * 1e-9
-        first = t if first is None else first
-        next_solve = t + period if next_solve is None else next_solve
-        if t >= next_update:  # as the node's worker: the aligner buffers only seconds
-            next_update = t + UPDATE_PERIOD
-            pipeline.process()
+    entries = read_grasp_entries(path, wanted)
+    times = np.array([e.timestamp for e in entries], dtype=np.int64)
+    start = 0
+    while start < len(entries):  # windows of UPDATE_PERIOD of log time, as the node's worker
+        stop = int(np.searchsorted(times, times[start] + int(UPDATE_PERIOD * 1e9)))
+        push_window(pipeline, entries[start:stop])
+        t = times[stop - 1] * 1e-9
+        start, first = stop, times[0] * 1e-9
+        next_solve = first + period if next_solve is None else next_solve
+        pipeline.process()
         if solve_at is None and t >= next_solve:
             next_solve = t + period
             history.append(to_payload_estimate(pipeline.estimate(), settings.frame_of))
@@ -151,12 +153,38 @@ def estimate_bag(
                 progress(t - first)
         while schedule and pipeline.last_stamp.get(reference, -np.inf) >= schedule[0]:
             schedule.pop(0)
-            pipeline.process()
             history.append(to_payload_estimate(pipeline.estimate(), settings.frame_of))
     pipeline.process()
     final = to_payload_estimate(pipeline.estimate(full=True), settings.frame_of)
     history.append(final)
     return BagRun(robots, reference, final, history, pipeline, truth, live)
+
+
+def push_window(pipeline: Any, entries: list) -> None:
+    """A window's grasp entries (``ros.bag_grasps``) into the pipeline, robot by robot in
+    their order: consecutive decoded samples of one frame id as one batch
+    (``TeamPipeline.push_batch``), other messages through ``ingest.push_message``."""
+    from ..ros.ingest import push_message
+
+    by_robot: dict[str, list] = {}
+    for entry in entries:
+        by_robot.setdefault(entry.robot_id, []).append(entry)
+    for robot, mine in by_robot.items():
+        batch, frame_id = [], None
+        for entry in mine + [None]:
+            joins = entry is not None and entry.samples is not None and entry.frame_id == frame_id
+            if joins:
+                batch += entry.samples
+                continue
+            if batch:
+                pipeline.push_batch(batch, frame_id)
+            batch, frame_id = [], None
+            if entry is None:
+                break
+            if entry.samples is not None:
+                batch, frame_id = list(entry.samples), entry.frame_id
+            else:
+                push_message(pipeline, robot, entry.message)
 
 
 def recorded_estimates(path: Path) -> tuple[Any, list]:

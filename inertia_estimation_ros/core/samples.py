@@ -8,6 +8,7 @@ order, or None when unknown.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -99,3 +100,98 @@ class GraspSeries:
             has_force=first.has_force,
             has_torque=first.has_torque,
         )
+
+
+@dataclass(frozen=True)
+class SetBlock:
+    """Q synchronized sets of a team's N robots as arrays, robots in the team's order: the
+    block form of Q calls of ``TeamEstimator.update`` (``TeamEstimator.update_block``).
+
+    ``g`` is NaN where ``has_g`` is False (that robot reports no gravity in that set).
+    """
+
+    robot_ids: tuple[str, ...]
+    stamps: np.ndarray  # (Q, N) [s]
+    T_i0_i: np.ndarray  # (Q, N, 4, 4)
+    V_i: np.ndarray  # (Q, N, 6)
+    dV_i: np.ndarray  # (Q, N, 6)
+    F_i: np.ndarray  # (Q, N, 6)
+    g_i: np.ndarray  # (Q, N, 3)
+    has_g: np.ndarray  # (Q, N) bool
+    has_force: np.ndarray  # (Q, N) bool
+    has_torque: np.ndarray  # (Q, N) bool
+
+    def __len__(self) -> int:
+        return len(self.stamps)
+
+    @classmethod
+    def from_sets(
+        cls, sets: Sequence[Mapping[str, GraspSample]], robot_ids: Sequence[str]
+    ) -> SetBlock:
+        """Stack sets (a GraspSample per robot of ``robot_ids``, as the aligner gives them).
+        ValueError or TypeError if a sample's fields do not stack."""
+        ids = tuple(robot_ids)
+        rows = [[s[r] for r in ids] for s in sets]
+        flat = [x for row in rows for x in row]
+        q, n = len(rows), len(ids)
+
+        def stacked(name: str, shape: tuple[int, ...]) -> np.ndarray:
+            values = np.array([getattr(x, name) for x in flat], dtype=float)
+            return values.reshape((q, n) + shape)
+
+        g = np.full((q * n, 3), np.nan)
+        has_g = np.array([x.g_i is not None for x in flat], dtype=bool)
+        if has_g.any():
+            g[has_g] = np.array([x.g_i for x in flat if x.g_i is not None], dtype=float)
+        return cls(
+            ids,
+            stacked("stamp", ()),
+            stacked("T_i0_i", (4, 4)),
+            stacked("V_i", (6,)),
+            stacked("dV_i", (6,)),
+            stacked("F_i", (6,)),
+            g.reshape(q, n, 3),
+            has_g.reshape(q, n),
+            np.array([x.has_force for x in flat], dtype=bool).reshape(q, n),
+            np.array([x.has_torque for x in flat], dtype=bool).reshape(q, n),
+        )
+
+    def rows(self, keep: slice | np.ndarray) -> SetBlock:
+        """The sets ``keep`` (a slice, indices or a boolean mask)."""
+        return SetBlock(self.robot_ids, *(getattr(self, name)[keep] for name in _BLOCK_ARRAYS))
+
+    @classmethod
+    def concatenate(cls, blocks: Sequence[SetBlock]) -> SetBlock:
+        """One block of the sets of ``blocks``, in order."""
+        arrays = (np.concatenate([getattr(b, name) for b in blocks]) for name in _BLOCK_ARRAYS)
+        return cls(blocks[0].robot_ids, *arrays)
+
+    def set_at(self, q: int) -> dict[str, GraspSample]:
+        """The q-th set as GraspSamples (the per-sample form of ``update``)."""
+        return {
+            r: GraspSample(
+                robot_id=r,
+                stamp=float(self.stamps[q, k]),
+                T_i0_i=self.T_i0_i[q, k],
+                V_i=self.V_i[q, k],
+                dV_i=self.dV_i[q, k],
+                F_i=self.F_i[q, k],
+                g_i=self.g_i[q, k] if self.has_g[q, k] else None,
+                has_force=bool(self.has_force[q, k]),
+                has_torque=bool(self.has_torque[q, k]),
+            )
+            for k, r in enumerate(self.robot_ids)
+        }
+
+
+_BLOCK_ARRAYS = (
+    "stamps",
+    "T_i0_i",
+    "V_i",
+    "dV_i",
+    "F_i",
+    "g_i",
+    "has_g",
+    "has_force",
+    "has_torque",
+)

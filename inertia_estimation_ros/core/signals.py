@@ -97,6 +97,16 @@ class CausalLowpass:
             z[k, 1] = b2 * u - a2 * y
         return y
 
+    def block(self, x: np.ndarray) -> np.ndarray:
+        """Consecutive samples x (Q, ...) at once, oldest first: the same as Q calls."""
+        x = np.asarray(x, dtype=float)
+        if len(x) <= 1:  # sosfilt's set-up costs more than one step
+            return x if len(x) == 0 else self(x[0])[None]
+        if self._zi is None:
+            self._zi = self._zi_unit[(...,) + (None,) * (x.ndim - 1)] * x[0]
+        y, self._zi = signal.sosfilt(self._sos, x, axis=0, zi=self._zi)
+        return y
+
 
 def derivative(
     x: np.ndarray, dt: float, method: str = "central", window: int = 11, polyorder: int = 3

@@ -48,7 +48,7 @@ from .cooperative import (
     TeamEstimate,
     TeamEstimator,
 )
-from .samples import GraspSample
+from .samples import GraspSample, SetBlock
 
 LEVELS = ("OK", "WARN", "ERROR")
 RATE_WINDOW = 2.0  # [s] of stamps over which a robot's rate is measured
@@ -427,12 +427,23 @@ class TeamPipeline:
         return self._update()
 
     def _update(self) -> int:
+        """The aligned sets into the estimators, as one block per team (``update_block``)."""
         accepted = 0
         for team in self._teams():
-            for samples in team.aligner.pop_ready():
-                if team.estimator.update(samples).accepted:
-                    accepted += 1
-                    self._record_latency(samples[self.reference_id].stamp)
+            sets = team.aligner.pop_ready()
+            if not sets:
+                continue
+            try:  # one set (low rates): ``update`` checks it for less than a block's checks
+                block = SetBlock.from_sets(sets, team.robot_ids) if len(sets) > 1 else None
+            except (TypeError, ValueError):  # fields that do not stack: set by set
+                block = None
+            if block is None:
+                kept = np.array([team.estimator.update(s).accepted for s in sets], dtype=bool)
+            else:
+                kept = team.estimator.update_block(block).accepted
+            for samples in (s for s, ok in zip(sets, kept, strict=True) if ok):
+                self._record_latency(samples[self.reference_id].stamp)
+            accepted += int(kept.sum())
         self.updates += accepted
         return accepted
 

@@ -164,9 +164,10 @@ def interpolate_sample(
 ) -> GraspSample:
     """The sample between a and b at ``stamp`` (robot clock), restamped ``new_stamp``; a
     itself when the bracket is exact (``a is b``: the same numbers as interpolating, at a
-    tenth of the cost; robots on one clock, N = 16 at 1 kHz)."""
+    tenth of the cost; robots on one clock, N = 16 at 1 kHz; not even copied without an
+    offset: samples are frozen)."""
     if a is b:
-        return replace(a, stamp=new_stamp)
+        return a if a.stamp == new_stamp else replace(a, stamp=new_stamp)
     u = 0.0 if b.stamp == a.stamp else (stamp - a.stamp) / (b.stamp - a.stamp)
 
     def lerp(x: np.ndarray | None, y: np.ndarray | None) -> np.ndarray | None:

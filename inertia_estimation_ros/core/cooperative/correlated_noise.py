@@ -70,6 +70,25 @@ class BlockSums:
             self.partial[k] = 0.0
             self.filled[k] = 0
 
+    def add_rows(self, X: np.ndarray) -> None:
+        """``add`` for consecutive stacked vectors X (Q, dim), oldest first."""
+        if len(X) <= 1:
+            if len(X):
+                self.add(X[0])
+            return
+        for k, length in enumerate(self.lengths):
+            ends = np.arange(length - self.filled[k] - 1, len(X), length)  # blocks complete
+            if len(ends):
+                sums = np.add.reduceat(X[: ends[-1] + 1], np.r_[0, ends[:-1] + 1], axis=0)
+                sums[0] += self.partial[k]
+                self.S[k] += sums.T @ sums
+                self.blocks[k] += len(ends)
+                self.partial[k] = 0.0
+                self.filled[k] = 0
+            rest = X[ends[-1] + 1 :] if len(ends) else X
+            self.partial[k] += rest.sum(axis=0)
+            self.filled[k] += len(rest)
+
     def absorb(self, other: BlockSums) -> None:
         """Pool another accumulator's completed blocks (its partial blocks are dropped)."""
         self.S = self.S + other.S
@@ -136,6 +155,9 @@ class ResidualCorrelation:
         """Consecutive residual vectors (Q, d), oldest first."""
         R = np.asarray(R, dtype=float).reshape(len(R), -1)
         if self.lags == 0 or len(R) == 0:
+            return
+        if len(R) == 1:
+            self.add(R[0])
             return
         self._ready(R.shape[1])
         recent = np.roll(self._buffer, -self._position, axis=0)[self.lags - self._filled :]

@@ -137,6 +137,12 @@ class WrenchSegment:
         self.start, self.end = min(self.start, other.start), max(self.end, other.end)
 
 
+def _count_before(elapsed: np.ndarray, limit: float) -> int:
+    """How many leading samples have ``elapsed < limit`` (at least one: the first opens)."""
+    over = np.flatnonzero(elapsed >= limit)
+    return max(int(over[0]) if len(over) else len(elapsed), 1)
+
+
 CLUSTER_SECONDS = 0.2  # [s] longest cluster of the sandwich covariance
 MAX_CLUSTERS = 10  # clusters kept per segment (neighbours merge beyond)
 SEGMENT_BLOCK_SECONDS = (0.1, 0.2, 0.4)  # batch-means block lengths within segments of <= 1 s
@@ -196,24 +202,39 @@ class SegmentStore:
         Y: np.ndarray,
         F: np.ndarray,
         residuals: np.ndarray | None = None,
+        block_rate_hz: float | None = None,
     ) -> None:
         """Consecutive samples of one group: stamps t (Q,), Y (Q, 6, 10), F (Q, N, 6), and
-        optionally their whitened residuals (Q, 6) for the autocorrelation."""
+        optionally their whitened residuals (Q, 6) for the autocorrelation; with
+        ``block_rate_hz`` also their batch means (``wrench_blocks``). Segments and clusters
+        are cut where ``add`` cuts them, sample for sample."""
+        if len(t) == 1:  # one sample: ``add``, the cheaper for one (F cleaned as add_batch)
+            F0 = np.nan_to_num(np.asarray(F[0], dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
+            F0[~np.array(self.has_torque), :3] = 0.0
+            segment = self.add(float(t[0]), group, Y[0], F0)
+            if residuals is not None:
+                segment.correlation.add(residuals[0])
+            if block_rate_hz is not None:
+                wrench_blocks(segment, block_rate_hz).add(np.r_[Y[0].ravel(), F[0].ravel()])
+            return
         k = 0
         while k < len(t):
             segment = self._segment_for(float(t[k]), group)
-            stop = int(np.searchsorted(t, segment.start + self.settings.segment_seconds))
-            stop = max(stop, k + 1)
+            stop = k + _count_before(t[k:] - segment.start, self.settings.segment_seconds)
             segment.moments.add_batch(Y[k:stop], F[k:stop])
             j = k
             while j < stop:
                 cluster = segment.cluster_for(float(t[j]))
-                end = int(np.searchsorted(t, segment.cluster_starts[-1] + CLUSTER_SECONDS))
-                end = min(max(end, j + 1), stop)
+                end = j + _count_before(t[j:stop] - segment.cluster_starts[-1], CLUSTER_SECONDS)
                 cluster.add_batch(Y[j:end], F[j:end])
                 j = end
             if residuals is not None:
                 segment.correlation.add_batch(residuals[k:stop])
+            if block_rate_hz is not None:
+                x = np.concatenate(
+                    [Y[k:stop].reshape(stop - k, -1), F[k:stop].reshape(stop - k, -1)], axis=1
+                )
+                wrench_blocks(segment, block_rate_hz).add_rows(x)
             segment.end = float(t[stop - 1])
             k = stop
 

@@ -73,6 +73,12 @@ class StackedMoments:
         self.weight += weight
         self.samples += 1
 
+    def add_rows(self, X: np.ndarray, weights: np.ndarray) -> None:
+        """Accumulate stacked vectors X (Q, dim) with their weights (Q,): ``add`` per row."""
+        self.S += (X * weights[:, None]).T @ X
+        self.weight += float(weights.sum())
+        self.samples += len(X)
+
     def __add__(self, other: StackedMoments) -> StackedMoments:
         if other.robot_ids != self.robot_ids or other.S.shape != self.S.shape:
             raise ValueError("cannot pool moments of different robot sets or kinds")
@@ -142,6 +148,17 @@ class HomeGravity:
         self.total += u
         self.outer += np.outer(u, u)
         self.count += 1
+
+    def add_batch(self, T_i0_i: np.ndarray, g_i: np.ndarray) -> None:
+        """``add`` for stacked poses (Q, 4, 4) and gravity vectors (Q, 3)."""
+        if len(T_i0_i) == 1:
+            self.add(T_i0_i[0], g_i[0])
+            return
+        h = np.einsum("kij,kj->ki", T_i0_i[:, :3, :3], g_i)
+        u = h / np.linalg.norm(h, axis=1, keepdims=True)
+        self.total += u.sum(axis=0)
+        self.outer += u.T @ u
+        self.count += len(u)
 
     @property
     def direction(self) -> np.ndarray:
@@ -857,9 +874,10 @@ def paper_refinement(
 
 def pose_rate_rows(T: np.ndarray, V: np.ndarray) -> np.ndarray:
     """d/dt of one robot's pose row [vec(R) (by rows), p] of T_i0_i, from its body twist
-    V = (omega, v) in {i}: dR/dt = R [omega], dp/dt = R v."""
-    R = T[:3, :3]
-    return np.concatenate([(R @ sp.skew(V[:3])).ravel(), R @ V[3:]])
+    V = (omega, v) in {i}: dR/dt = R [omega], dp/dt = R v. T (..., 4, 4), V (..., 6)."""
+    R = T[..., :3, :3]
+    dR = (R @ sp.skew(V[..., :3])).reshape(R.shape[:-2] + (9,))
+    return np.concatenate([dR, (R @ V[..., 3:, None])[..., 0]], axis=-1)
 
 
 def clock_sensitivity(

@@ -80,7 +80,7 @@ def detect_phases(series: Mapping[str, GraspSeries], settings: EstimatorSettings
     ids = list(series)
     V = np.stack([series[r].V_i for r in ids], axis=1)
     dV = np.stack([series[r].dV_i for r in ids], axis=1)
-    return np.array([detector(V[k], dV[k]) for k in range(len(V))])
+    return detector(V, dV)
 
 
 def _phases(recording: Recording, settings: EstimatorSettings) -> np.ndarray:

@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..regressor import body_regressor
-from ..samples import GraspSample
+from ..samples import GraspSample, SetBlock
 from ..signals import CausalLowpass
 from .correlated_noise import BlockSums, pooled_block_inflation
 from .diagnostics import covariance_from_information
@@ -67,7 +67,6 @@ from .external_wrench import (
     judge_segments,
     judgement_evidence,
     phase_group,
-    wrench_blocks,
     wrench_residual_map,
 )
 from .grasp_kinematics import (
@@ -89,6 +88,15 @@ from .settings import EstimatorSettings
 
 PHASES = ("static", "moving", "transition")
 PHASE_GROUPS = ("static", "dynamic")  # noise groups of the wrench fit
+
+
+@dataclass(frozen=True)
+class BlockResult:
+    """Outcome of one ``update_block``: per set, accepted or not, and its phase ("rejected"
+    for a refused set, counted in ``rejection_reasons``)."""
+
+    accepted: np.ndarray  # (Q,) bool
+    phases: np.ndarray  # (Q,) str
 
 
 @dataclass(frozen=True)
@@ -117,16 +125,18 @@ class _PhaseDetector:
         self.needed = max(int(round(settings.static_min_duration * settings.sample_rate_hz)), 1)
         self.still = 0
 
-    def __call__(self, V: np.ndarray, dV: np.ndarray) -> str:
-        parts = np.concatenate([V, dV], axis=1).reshape(len(V), 4, 3)
-        norms = np.sqrt(np.einsum("rkj,rkj->rk", parts, parts))  # (omega, v, alpha, a) per robot
-        speeds = np.abs(self.lowpass(norms)).max(axis=0)
-        self.still = self.still + 1 if np.all(speeds < self.limits) else 0
-        if self.still >= self.needed:
-            return "static"
-        if speeds[0] > self.settings.moving_angular_speed:
-            return "moving"
-        return "transition"
+    def __call__(self, V: np.ndarray, dV: np.ndarray) -> np.ndarray:
+        """Phases (Q,) of consecutive sets: V, dV (Q, N, 6), oldest first."""
+        parts = np.concatenate([V, dV], axis=2).reshape(V.shape[0], V.shape[1], 4, 3)
+        norms = np.sqrt(np.einsum("qrkj,qrkj->qrk", parts, parts))  # (omega, v, alpha, a)
+        speeds = np.abs(self.lowpass.block(norms)).max(axis=1)
+        calm = np.all(speeds < self.limits, axis=1)
+        rows = np.arange(len(calm))
+        restart = np.maximum.accumulate(np.where(calm, -1, rows))  # last set not calm
+        still = np.where(restart < 0, self.still + rows + 1, rows - restart)
+        self.still = int(still[-1]) if len(still) else self.still
+        moving = speeds[:, 0] > self.settings.moving_angular_speed
+        return np.where(still >= self.needed, "static", np.where(moving, "moving", "transition"))
 
 
 class TeamEstimator:
@@ -250,73 +260,133 @@ class TeamEstimator:
             reason = f"bad sample: {error}"
         if reason:
             return self._reject(reason)
-        self._last_stamp = samples[self.reference_id].stamp
-        phase = self._accumulate([samples[r] for r in self.robot_ids])
-        self._dirty = True
-        return UpdateResult(True, "", phase)
+        phase = self._accumulate(SetBlock.from_sets([samples], self.robot_ids))[0]
+        return UpdateResult(True, "", str(phase))
 
-    def _signals(self, samples: list[GraspSample]) -> tuple:
-        V = np.array([s.V_i for s in samples], dtype=float)
-        dV = np.array([s.dV_i for s in samples], dtype=float)
-        F = np.nan_to_num(np.array([s.F_i for s in samples], dtype=float), nan=0.0)
-        F[:, :3] *= np.array([[s.has_torque] for s in samples], dtype=float)
-        has_g = np.array([s.g_i is not None for s in samples])
-        g = np.stack([s.g_i if s.g_i is not None else np.zeros(3) for s in samples]).astype(float)
+    def update_block(self, block: SetBlock) -> BlockResult:
+        """``update`` for Q sets at once (``SetBlock``, robots in this estimator's order): the
+        same checks, refusals and statistics as Q calls of ``update`` (to rounding), with the
+        accumulation done per block as array operations. Never raises for bad data."""
+        if tuple(block.robot_ids) != self.robot_ids:
+            reason = f"robot order: {block.robot_ids}, not {self.robot_ids}"
+            for _ in range(len(block)):
+                self._reject(reason)
+            return BlockResult(np.zeros(len(block), bool), np.full(len(block), "rejected"))
+        if self._frozen:
+            return BlockResult(np.zeros(len(block), bool), np.full(len(block), "frozen"))
+        accepted = np.zeros(len(block), dtype=bool)
+        phases = np.full(len(block), "rejected", dtype=object)
+        start = 0
+        while start < len(block):
+            rest = block.rows(slice(start, None))
+            good = self._acceptable(rest)
+            if good[0]:
+                run = len(good) if good.all() else int(np.argmin(good))
+                phases[start : start + run] = self._accumulate(rest.rows(slice(0, run)))
+                accepted[start : start + run] = True
+            else:  # through ``update``: its reason, or accepted if only the fast check failed
+                result, run = self.update(rest.set_at(0)), 1
+                accepted[start], phases[start] = result.accepted, result.phase
+            start += run
+        return BlockResult(accepted, phases.astype(str))
+
+    def _acceptable(self, block: SetBlock) -> np.ndarray:
+        """Per set, as array operations: it passes every check of ``_check`` and has the
+        first set's flags (False where unsure: ``update`` then checks that set alone)."""
+        R = block.T_i0_i[:, :, :3, :3]
+        sensed = np.repeat(np.stack([block.has_torque, block.has_force], axis=-1), 3, axis=-1)
+        g_size = np.where(block.has_g, np.abs(block.g_i).sum(axis=-1), 1.0)
+        finite = (
+            np.isfinite(block.T_i0_i).all(axis=(1, 2, 3))
+            & np.isfinite(block.V_i).all(axis=(1, 2))
+            & np.isfinite(block.dV_i).all(axis=(1, 2))
+            & np.isfinite(np.where(sensed, block.F_i, 0.0)).all(axis=(1, 2))
+            & np.isfinite(block.stamps).all(axis=1)
+            & (np.isfinite(g_size) & (g_size >= 1e-6)).all(axis=1)
+        )
+        with np.errstate(invalid="ignore"):
+            gram = np.abs(np.einsum("qkji,qkjl->qkil", R, R) - np.eye(3)).max(axis=(1, 2, 3))
+            det = np.einsum("qki,qki->qk", R[:, :, 0], np.cross(R[:, :, 1], R[:, :, 2]))
+            rotation = (gram < 1e-6) & (det >= 0).all(axis=1)
+            spread = block.stamps.max(axis=1) - block.stamps.min(axis=1)
+            ok = finite & rotation & (spread <= self.settings.sync_tolerance)
+        flags = np.concatenate([block.has_g, block.has_force, block.has_torque], axis=1)
+        ok &= np.all(flags == flags[0], axis=1)
+        reference = np.where(ok, block.stamps[:, self._s], -np.inf)
+        before = np.maximum.accumulate(np.r_[self._last_stamp, reference[:-1]])
+        return ok & (block.stamps[:, self._s] > before)
+
+    def _signals(self, block: SetBlock) -> tuple:
+        """V, dV, F, g (Q, N, 6/6/6/3) as the statistics take them (input filter applied)."""
+        V, dV = block.V_i, block.dV_i
+        F = np.nan_to_num(block.F_i, nan=0.0)
+        F[:, :, :3] *= block.has_torque[..., None]
+        g = np.where(block.has_g[..., None], block.g_i, 0.0)
         if self._input_filter is not None:
-            packed = self._input_filter(np.concatenate([V, dV, F, g], axis=1))
-            V, dV, F, g = packed[:, :6], packed[:, 6:12], packed[:, 12:18], packed[:, 18:]
-        return V, dV, F, g, has_g
+            packed = self._input_filter.block(np.concatenate([V, dV, F, g], axis=2))
+            V, dV, F, g = (packed[..., a:b] for a, b in ((0, 6), (6, 12), (12, 18), (18, 21)))
+        return V, dV, F, g
 
-    def _accumulate(self, samples: list[GraspSample]) -> str:
-        V, dV, F, g, has_g = self._signals(samples)
-        T = np.stack([s.T_i0_i for s in samples])
-        phase = self._detector(V, dV)
-        z = V.ravel()
-        y = np.concatenate([np.concatenate([Ti[:3, :3].ravel(), Ti[:3, 3]]) for Ti in T] + [[1.0]])
-        if phase == "moving":
-            self._add_kinematic("twists", z)
-            self._dtwists["dynamic"].add(dV.ravel())
-            self._omega += np.outer(V[self._s, :3], V[self._s, :3])
-            self._alpha += np.outer(dV[self._s, :3], dV[self._s, :3])
-            self._counts["kinematics"] += 1
-        elif phase == "static":
-            self._dtwists["static"].add(dV.ravel())
-        weight = self._add_kinematic("poses", y)
+    def _accumulate(self, block: SetBlock) -> np.ndarray:
+        """The statistics of sets that passed the checks, all of the same flags (paper 000's
+        moments, per block as matrix products); their phases."""
+        q, n = len(block), len(self.robot_ids)
+        V, dV, F, g = self._signals(block)
+        T = block.T_i0_i
+        phases = self._detector(V, dV)
+        moving, static = phases == "moving", phases == "static"
+        z, dz = V.reshape(q, 6 * n), dV.reshape(q, 6 * n)
+        poses = np.concatenate([T[:, :, :3, :3].reshape(q, n, 9), T[:, :, :3, 3]], axis=2)
+        y = np.concatenate([poses.reshape(q, 12 * n), np.ones((q, 1))], axis=1)
+        if moving.any():
+            self._add_kinematic("twists", z[moving])
+            self._dtwists["dynamic"].add_rows(dz[moving], np.ones(moving.sum()))
+            omega, alpha = V[moving, self._s, :3], dV[moving, self._s, :3]
+            self._omega += omega.T @ omega
+            self._alpha += alpha.T @ alpha
+            self._counts["kinematics"] += int(moving.sum())
+        if static.any():
+            self._dtwists["static"].add_rows(dz[static], np.ones(static.sum()))
+        weights = self._add_kinematic("poses", y)
         for rid, D in self._pose_rates.items():
             k = self.robot_ids.index(rid)
-            rate = pose_rate_rows(T[k], V[k])
-            D += np.outer(weight * np.concatenate([y, rate]), rate)
-        for k, rid in enumerate(self.robot_ids):
-            if has_g[k]:
-                self._gravity[rid].add(T[k], g[k])
-        self._no_force = {s.robot_id for s in samples if not s.has_force} | self._no_force
+            rate = pose_rate_rows(T[:, k], V[:, k])
+            D += (weights[:, None] * np.concatenate([y, rate], axis=1)).T @ rate
+        has_g = block.has_g[0]
+        for k in np.flatnonzero(has_g):
+            self._gravity[self.robot_ids[k]].add_batch(T[:, k], g[:, k])
+        self._no_force |= {
+            r for r, f in zip(self.robot_ids, block.has_force[0], strict=True) if not f
+        }
+        self._last_stamp = float(block.stamps[-1, self._s])
+        self._dirty = True
         if not self._no_force and has_g.any():
-            self._add_wrench(phase, V, dV, F, g, has_g, samples)
-        return phase
+            self._add_wrench(block, phases, V, dV, F, g)
+        return phases
 
-    def _add_kinematic(self, kind: str, x: np.ndarray) -> float:
-        """A twist or pose row into its moments (and, for the fit's source, the block sums)."""
-        weight = self._kinematic_weight(kind, x)
-        (self._twists if kind == "twists" else self._poses).add(x, weight)
+    def _add_kinematic(self, kind: str, X: np.ndarray) -> np.ndarray:
+        """Twist or pose rows (Q, dim) into their moments (and, for the fit's source, the
+        block sums); returns their robust weights."""
+        weights = self._kinematic_weights(kind, X)
+        (self._twists if kind == "twists" else self._poses).add_rows(X, weights)
         if kind == self.settings.kinematics_source and self.settings.residual_correlation_lags:
-            self._kinematic_blocks.add(weight * x)
-        return weight
+            self._kinematic_blocks.add_rows(weights[:, None] * X)
+        return weights
 
-    def _kinematic_weight(self, kind: str, x: np.ndarray) -> float:
-        """Robust weight of a twist or pose row from its residual with the latest fit."""
+    def _kinematic_weights(self, kind: str, X: np.ndarray) -> np.ndarray:
+        """Robust weights of twist or pose rows from their residuals with the latest fit."""
         P = self._maps.get(kind)
         if P is None:
-            return 1.0
-        r = P @ x
+            return np.ones(len(X))
+        norms = np.linalg.norm(X @ P.T, axis=1)
         dof = P.shape[0] - (6 if kind == "twists" else 0)
         loss, scale = self.settings.robust_loss, self.settings.robust_scale
-        norm = np.array([np.linalg.norm(r)])
-        return float(robust_weights(norm, np.sqrt(dof), loss, scale)[0])
+        return robust_weights(norms, np.sqrt(dof), loss, scale)
 
     def _payload_motion(
         self, V: np.ndarray, dV: np.ndarray, g: np.ndarray, has_g: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """V_s, dV_s, g_s of the wrench regressor: the reference robot's own, always.
+        """V_s, dV_s, g_s (Q, ...) of the wrench regressor: the reference robot's own, always.
 
         Not the consensus of all robots with the latest grasps: the statistics never
         forget, so a consensus through the grasps of whichever solve came last would bake
@@ -324,41 +394,47 @@ class TeamEstimator:
         schedule of the solves before it (issue 15: test_graph's mass 14 sigma off when
         solved every 0.5 s, right when solved every 5 s). Only if the reference robot reports
         no gravity is another robot's rotated in with the latest grasps."""
+        V_s, dV_s = V[:, self._s], dV[:, self._s]
         if has_g[self._s]:
-            return V[self._s], dV[self._s], g[self._s]
+            return V_s, dV_s, g[:, self._s]
         R = self._maps.get("R_s_i")
-        g_s = np.einsum("kij,kj->i", R[has_g], g[has_g]) / has_g.sum() if R is not None else None
-        return V[self._s], dV[self._s], g_s
+        if R is None:
+            return V_s, dV_s, None
+        return V_s, dV_s, np.einsum("kij,qkj->qi", R[has_g], g[:, has_g]) / has_g.sum()
 
     def _add_wrench(
         self,
-        phase: str,
+        block: SetBlock,
+        phases: np.ndarray,
         V: np.ndarray,
         dV: np.ndarray,
         F: np.ndarray,
         g: np.ndarray,
-        has_g: np.ndarray,
-        samples: list[GraspSample],
     ) -> None:
-        V_s, dV_s, g_s = self._payload_motion(V, dV, g, has_g)
+        """The wrench statistics of the sets (regressor rows, Eq. 8.42 batched), cut into
+        segments by phase group as ``SegmentStore.add`` cuts them."""
+        V_s, dV_s, g_s = self._payload_motion(V, dV, g, block.has_g[0])
         if g_s is None:
             return
-        group = "static" if phase == "static" else "dynamic"
         if self._segments is None:
-            torque = [s.has_torque for s in samples]
-            self._segments = SegmentStore(self.robot_ids, torque, self.settings)
+            self._segments = SegmentStore(self.robot_ids, block.has_torque[0], self.settings)
         Y = body_regressor(V_s, dV_s, g_s)
-        if group == "static":
-            self._tilts += np.outer(g_s, g_s) / (g_s @ g_s)
-        self._counts[group] += 1
-        segment = self._segments.add(float(self._last_stamp), group + OWN_MOTION, Y, F)
-        if self.settings.residual_correlation_lags:
-            wrench_blocks(segment, self.settings.sample_rate_hz).add(
-                np.concatenate([Y.ravel(), F.ravel()])
-            )
+        static = phases == "static"
+        if static.any():
+            tilt = g_s[static]
+            self._tilts += (tilt / np.einsum("qi,qi->q", tilt, tilt)[:, None]).T @ tilt
+        self._counts["static"] += int(static.sum())
+        self._counts["dynamic"] += int(len(static) - static.sum())
+        residuals = None
         if "wrench_maps" in self._maps:
-            r = np.einsum("iab,ib->a", self._maps["wrench_maps"], F) - Y @ self._fit.theta
-            segment.correlation.add(self._maps["wrench_whitener"] @ r)
+            r = np.einsum("iab,qib->qa", self._maps["wrench_maps"], F) - Y @ self._fit.theta
+            residuals = r @ self._maps["wrench_whitener"].T
+        rate = self.settings.sample_rate_hz if self.settings.residual_correlation_lags else None
+        stamps = block.stamps[:, self._s]
+        for run in np.split(np.arange(len(static)), np.flatnonzero(np.diff(static)) + 1):
+            group = ("static" if static[run[0]] else "dynamic") + OWN_MOTION
+            part = None if residuals is None else residuals[run]
+            self._segments.add_run(stamps[run], group, Y[run], F[run], part, rate)
 
     # ----- output -------------------------------------------------------------------------------
     def estimate(self) -> TeamEstimate:

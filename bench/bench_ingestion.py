@@ -1,0 +1,180 @@
+"""Coordinator ingestion in the core, without DDS (issue 16: <= 20 us per sample amortized).
+
+A ring team of N robots (``sim.analytic``, 6-DoF motion, instrumented noise) at RATE Hz for
+DURATION seconds, as ``GraspStateArray`` messages of K samples per robot, goes through the
+coordinator's own path: ``ros.ingest.push_message`` per message and ``TeamPipeline.process``
+every 10 ms of stamps (checks, alignment, estimator updates; no solve). Printed per case: the
+CPU time (``time.process_time``) per sample of the whole path and of the estimator's updates
+alone (the aligned sets fed again to a fresh ``TeamEstimator``, one ``update`` per set and as
+one block, ``update_block``), best of ``--repeat`` runs, on single-threaded BLAS as the
+coordinator runs it.
+
+With ``--bag`` (e.g. the paper000 preset's: ``inertia_estimation simulate paper000_mocobots
+--out runs/paper000``) it also times ``inertia_estimation estimate`` on it (``estimate_bag``,
+solves every ``--period`` s of bag time and the final one from scratch): CPU and wall time,
+and the bag's duration over each (issue 16: >= 100x real time).
+
+    .venv/bin/python bench/bench_ingestion.py [--cases 1000:16,100:3] [--repeat 3]
+        [--bag runs/paper000/bag [--period 5]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the source tree, as the tests
+
+from inertia_estimation_ros.core.cooperative import TeamEstimator  # noqa: E402
+from inertia_estimation_ros.core.samples import SetBlock  # noqa: E402
+from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline  # noqa: E402
+from inertia_estimation_ros.ros.conversions import to_grasp_state_array  # noqa: E402
+from inertia_estimation_ros.ros.ingest import push_message  # noqa: E402
+from inertia_estimation_ros.sim import analytic as an  # noqa: E402
+
+CASES = ((100.0, 3), (1000.0, 3), (1000.0, 16))
+TARGET_US = 20.0
+
+
+def team_batches(n: int, rate: float, duration: float, k: int) -> tuple[tuple, list]:
+    """(robot ids, per batch instant the (robot, GraspStateArray) pairs)."""
+    rng = np.random.default_rng(n)
+    team = an.ring_team(n, rng)[0] if n != 3 else an.paper_team()
+    motion = an.paper_kinematics_motion(rng)
+    t = np.arange(0.0, duration, 1.0 / rate)
+    sim = an.simulate(team, an.paper_payload(), motion, t, noise=an.instrumented_noise(), rng=rng)
+    ids = team.robot_ids
+    instants = [
+        [
+            (
+                r,
+                to_grasp_state_array(
+                    [sim.measured[r].sample(j) for j in range(start, start + k)],
+                    f"{r}/grasp",
+                    f"{r}/home",
+                ),
+            )
+            for r in ids
+        ]
+        for start in range(0, len(t) - k + 1, k)
+    ]
+    return ids, instants
+
+
+def pipeline_cpu(ids: tuple, instants: list, rate: float, k: int) -> tuple[float, list]:
+    """CPU seconds of push_message + process over every message; the aligned sets."""
+    settings = PipelineSettings.from_parameters({"sample_rate_hz": rate})
+    pipeline = TeamPipeline(ids, ids[0], settings)
+    sets = []
+    pop_ready = pipeline.full.aligner.pop_ready
+
+    def keep() -> list:  # record the aligned sets that go to the estimator
+        ready = pop_ready()
+        sets.extend(ready)
+        return ready
+
+    pipeline.full.aligner.pop_ready = keep
+    every = max(1, round(0.01 * rate / k))
+    start = time.process_time()
+    for j, instant in enumerate(instants):
+        for rid, msg in instant:
+            push_message(pipeline, rid, msg)
+        if j % every == every - 1:
+            pipeline.process()
+    pipeline.process()
+    return time.process_time() - start, sets
+
+
+def estimator_cpu(ids: tuple, rate: float, sets: list, one_block: bool) -> float:
+    """CPU seconds of a fresh estimator's updates on the same sets: one by one or as one
+    block (the conversion to a ``SetBlock`` not counted)."""
+    settings = PipelineSettings.from_parameters({"sample_rate_hz": rate}).estimator
+    estimator = TeamEstimator(ids, ids[0], settings)
+    if one_block:
+        block = SetBlock.from_sets(sets, ids)
+        start = time.process_time()
+        estimator.update_block(block)
+        return time.process_time() - start
+    start = time.process_time()
+    for samples in sets:
+        estimator.update(samples)
+    return time.process_time() - start
+
+
+def offline(bag: str, period: float) -> None:
+    """Time ``estimate_bag`` on a bag (CPU and wall), as the estimate command runs it."""
+    from inertia_estimation_ros.bags import bag_duration
+    from inertia_estimation_ros.commands.estimate import bag_folder, estimate_bag
+
+    path = bag_folder(Path(bag))
+    duration = bag_duration(path)
+    cpu, wall = time.process_time(), time.perf_counter()
+    run = estimate_bag(path, {}, period)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    samples = sum(run.pipeline.accepted.values())
+    print(f"\noffline: inertia_estimation estimate {bag} (solves every {period:g} s of bag time)")
+    header = (
+        f"{'bag [s]':>8} {'samples':>8} {'CPU [s]':>8} {'wall [s]':>9} {'CPU/sample [us]':>16} "
+        f"{'x real time (CPU)':>18} {'x real time (wall)':>19}"
+    )
+    print(header)
+    print("-" * len(header))
+    print(
+        f"{duration:8.1f} {samples:8d} {cpu:8.2f} {wall:9.2f} {1e6 * cpu / samples:16.1f} "
+        f"{duration / cpu:18.1f} {duration / wall:19.1f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", default="", help="rate:N,... (default 100:3,1000:3,1000:16)")
+    parser.add_argument("--duration", type=float, default=2.0, help="seconds of samples")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per case (best is kept)")
+    parser.add_argument("--bag", default="", help="also time the estimate command on this bag")
+    parser.add_argument("--period", type=float, default=5.0, help="[s] between history solves")
+    args = parser.parse_args()
+    cases = CASES
+    if args.cases:
+        cases = [(float(c.split(":")[0]), int(c.split(":")[1])) for c in args.cases.split(",")]
+    print(
+        f"core ingestion, {args.duration:g} s of samples per case, CPU time per sample "
+        f"(best of {args.repeat}), target <= {TARGET_US:g} us; load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+    header = (
+        f"{'rate [Hz]':>9} {'N':>3} {'K':>3} {'samples':>8} {'pipeline [us]':>14} "
+        f"{'estimator per set [us]':>23} {'estimator one block [us]':>25}"
+    )
+    print(header)
+    print("-" * len(header))
+    for rate, n in cases:
+        k = max(1, round(rate / 100))
+        ids, instants = team_batches(n, rate, args.duration, k)
+        samples = n * k * len(instants)
+        whole, per_set, block = [], [], []
+        for _ in range(args.repeat):
+            cpu, sets = pipeline_cpu(ids, instants, rate, k)
+            whole.append(cpu)
+            per_set.append(estimator_cpu(ids, rate, sets, one_block=False))
+            block.append(estimator_cpu(ids, rate, sets, one_block=True))
+        print(
+            f"{rate:9.0f} {n:3d} {k:3d} {samples:8d} {1e6 * min(whole) / samples:14.1f} "
+            f"{1e6 * min(per_set) / samples:23.1f} {1e6 * min(block) / samples:25.1f}",
+            flush=True,
+        )
+    if args.bag:
+        offline(args.bag, args.period)
+
+
+if __name__ == "__main__":
+    from doc_page import benchmark_page  # the tables into docs/benchmarks/ingestion.md
+
+    with benchmark_page("ingestion"), threadpool_limits(limits=1, user_api="blas"):
+        main()  # single-threaded BLAS: the coordinator's setting

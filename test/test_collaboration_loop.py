@@ -100,6 +100,13 @@ class Probe(Node):
         flags = [e.grasps_valid, e.mass_valid, e.com_valid, e.inertia_valid]
         return f"stage {e.stage}, grasps/mass/com/inertia valid {flags}, advice {list(e.advice)}"
 
+    def rest_since(self) -> float | None:
+        """Stamp of the first reference twist of the final run of exact zeros (None: moving)."""
+        rest = None
+        for t, V in self.twists:
+            rest = (rest or t) if not np.any(V) else None
+        return rest
+
     def now(self) -> float:
         return self.poses[-1][0] if self.poses else -np.inf
 
@@ -157,16 +164,21 @@ def test_a_person_moves_the_payload_through_the_nodes_and_the_robots_hold_withou
         start_distance = np.linalg.norm(handle_in_world(start[1], T_P_s) - end)
         assert reached < 0.5 * start_distance
         assert turned[2] > 0.5 * YAW and np.linalg.norm(turned[:2]) < np.deg2rad(5)
-        # The coordinator dies: no human wrench, the planner's reference stops safely and
-        # holds, the robots hold the payload (the person still holds the handle).
+        # The coordinator dies: no human wrench, the planner's reference stops safely (within
+        # its limits, once the input timeout has passed) and holds; the robots hold the
+        # payload (the person still holds the handle).
         children["/coordinator_node"].kill()
         killed = probe.now()
-        wait_for(lambda: probe.now() > killed + 2.0, 60, "time after the coordinator's death")
-        at_rest = [V for t, V in probe.twists if t > killed + 1.0]
-        assert at_rest and max(np.abs(V).max() for V in at_rest) < 1e-9
-        held = [T for t, T in probe.poses if t > killed + 1.0]
+
+        def held_for_a_second() -> bool:
+            rest = probe.rest_since()
+            return rest is not None and probe.now() > max(rest, killed) + 1.0
+
+        wait_for(held_for_a_second, 60, "the reference at rest and 1 s of the payload held")
+        rest = max(probe.rest_since(), killed)
+        held = [T for t, T in probe.poses if t > rest]
         drift = max(np.linalg.norm(T[:3, 3] - held[0][:3, 3]) for T in held)
-        print(f"payload drift while held: {drift * 1e3:.2f} mm")
+        print(f"at rest since {rest - killed:.2f} s after the kill; drift {drift * 1e3:.2f} mm")
         assert drift < 2e-3
     finally:
         stop_children(children)

@@ -35,13 +35,17 @@ from inertia_estimation_ros.sim.scenario import load_scenario
 ROOT = Path(__file__).resolve().parents[1]
 SHIFT, YAW, PATH_TIME, SETTLE = np.array([0.25, 0.1, 0.0]), np.deg2rad(10.0), 3.0, 1.0
 HANDLE_P = np.array([0.45, 0.0, 0.02])  # the collaborate program's default handle
+# [s] for the payload to settle on the reference once it rests (the robots' impedance; the
+# payload lags a moving reference by a few mm)
+SETTLE_HOLD = 0.5
 
 
 def graph_file(tmp_path: Path) -> Path:
     """config/sim_collaborate.yaml on the short test scenario (as the demo's tests run it)."""
     data = yaml.safe_load((ROOT / "config" / "sim_collaborate.yaml").read_text())
     sim = data["/sim_node"]["ros__parameters"]
-    # Half real time: the estimation needs every sample on a busy 2-core machine.
+    # Half real time: at 1x a loaded 2-core machine loses the estimation (no valid grasps in
+    # 1 of 2 runs) and the loop's delays in simulated time double (turned 3.9 of 10 deg).
     sim.update(scenario="test_collaborate.yaml", diagnostics_period=0.1, real_time_factor=0.5)
     path = tmp_path / "graph.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -170,13 +174,13 @@ def test_a_person_moves_the_payload_through_the_nodes_and_the_robots_hold_withou
         children["/coordinator_node"].kill()
         killed = probe.now()
 
-        def held_for_a_second() -> bool:
+        def holding() -> bool:
             rest = probe.rest_since()
-            return rest is not None and probe.now() > max(rest, killed) + 1.0
+            return rest is not None and probe.now() > max(rest, killed) + SETTLE_HOLD + 1.0
 
-        wait_for(held_for_a_second, 60, "the reference at rest and 1 s of the payload held")
+        wait_for(holding, 60, "the reference at rest and 1 s of the payload held")
         rest = max(probe.rest_since(), killed)
-        held = [T for t, T in probe.poses if t > rest]
+        held = [T for t, T in probe.poses if t > rest + SETTLE_HOLD]
         drift = max(np.linalg.norm(T[:3, 3] - held[0][:3, 3]) for T in held)
         print(f"at rest since {rest - killed:.2f} s after the kill; drift {drift * 1e3:.2f} mm")
         assert drift < 2e-3

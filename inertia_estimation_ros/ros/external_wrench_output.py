@@ -57,7 +57,7 @@ PARAMETERS = [
         "external_wrench_rate",
         "double",
         100.0,
-        "largest rate of external_wrench [Hz, ROS clock]; 0: not computed",
+        "largest rate of external_wrench [Hz of the samples' stamps]; 0: not computed",
         bounds=(0.0, 1000.0),
         read_only=False,
     ),

@@ -133,10 +133,9 @@ def test_wrench_shares_carry_the_model_and_force_only_robots_get_forces() -> Non
 
 
 def test_start_is_refused_while_the_wrench_source_lags_then_accepted() -> None:
-    """demo --collaborate's stop 2.5 s after ~/enable: the coordinator, frozen after its
-    solves, sent wrenches more than the input timeout older than the pose; a start then
-    stopped at once for want of a valid wrench. It is refused, saying why, until they are
-    current."""
+    """A coordinator frozen after its solves sends wrenches 1-2 s old for a few seconds
+    (measured); a start then would stop for want of a valid wrench (demo --collaborate
+    stopped 2.5 s after ~/enable). It is refused, saying why, until they are current."""
     sup = _supervisor()
     sup.on_pose(5.0, sp.transform(np.eye(3), [1.0, 0.0, 0.8]))
     assert not sup.on_wrench(4.5, np.zeros(6))  # 0.5 s behind the pose: stale, ignored

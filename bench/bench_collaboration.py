@@ -106,8 +106,25 @@ def main() -> int:
     return 0
 
 
+def print_latency(what: str, seconds: list[float], target: float | None = None) -> None:
+    """p50, p99 and max of ``seconds`` in ms, with the issue's target if any."""
+    if not seconds:
+        print(f"{what}: no samples")
+        return
+    ms = 1e3 * np.asarray(seconds)
+    p50, p99 = np.percentile(ms, [50, 99])
+    goal = f" (target p99 < {target:g} ms)" if target else ""
+    print(
+        f"{what} ({len(ms)} samples at 100 Hz): p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
+        f"max {ms.max():.1f} ms{goal}"
+    )
+
+
 # ----- latency over DDS ------------------------------------------------------------------------
 LATENCY_SCENARIO = "test_collaborate.yaml"  # estimation phases, then the person's pull
+# [s] the coordinator's executor thread lags 1-2 s behind while the estimation's solves share
+# the interpreter with it (GIL, 20-ms switch interval); once frozen it catches up in ~2.5 s
+BACKLOG = 3.0
 
 
 def latency_graph(folder: Path) -> Path:
@@ -184,20 +201,30 @@ def latency() -> int:
         print(f"no commands arrived (see {folder / 'graph.log'})")
         return 1
     first_command = min(a[0] for a in commands.values())
-    delays = []
+    delays, coordinator, settled = [], [], []
     for stamp, produced in sample.items():
         if stamp not in wrench or wrench[stamp] < first_command:
             continue
+        coordinator.append(wrench[stamp] - produced)
+        if produced > first_command + BACKLOG:
+            settled.append(wrench[stamp] - produced)
         followed = [
             a[np.searchsorted(a, wrench[stamp])] for a in commands.values() if a[-1] > wrench[stamp]
         ]
         if len(followed) == len(commands):
             delays.append(max(followed) - produced)
-    delays = 1e3 * np.array(delays)
-    p50, p99 = np.percentile(delays, [50, 99])
+    print_latency("wrench sample -> /external_wrench (the coordinator)", coordinator)
+    print_latency(
+        f"the same, samples from {BACKLOG:g} s after the admittance's start (the backlog of the "
+        "estimation's solves cleared)",
+        settled,
+    )
+    print_latency("wrench sample -> every robot's command over DDS", delays, target=20.0)
+    admitted = [s for s in wrench if wrench[s] >= first_command]
+    span = max(admitted) - min(admitted) if len(admitted) > 1 else np.nan
     print(
-        f"\nwrench sample -> every robot's command over DDS ({len(delays)} samples at 100 Hz): "
-        f"p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {delays.max():.1f} ms (target p99 < 20 ms)"
+        f"/external_wrench while the admittance ran: {len(admitted)} wrenches in {span:.2f} s "
+        f"of sample time, {len(admitted) / span:.1f} per second (the robots sample at 100 Hz)"
     )
     return 0
 

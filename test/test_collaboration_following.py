@@ -130,3 +130,17 @@ def test_wrench_shares_carry_the_model_and_force_only_robots_get_forces() -> Non
     T = {"a": np.eye(4), "b": sp.transform(np.eye(3), [1.0, 0, 0])}
     _, unbalanced = wrench_shares(T, {"a": False, "b": False}, np.r_[0.5, 0, 0, 0, 0, 10.0])
     np.testing.assert_allclose(unbalanced, [0.5, 0, 0, 0, 0, 0], atol=1e-12)
+
+
+def test_start_is_refused_while_the_wrench_source_lags_then_accepted() -> None:
+    """A coordinator frozen after its solves sends wrenches 1-2 s old for a few seconds
+    (measured); a start then would stop for want of a valid wrench (demo --collaborate
+    stopped 2.5 s after ~/enable). It is refused, saying why, until they are current."""
+    sup = _supervisor()
+    sup.on_pose(5.0, sp.transform(np.eye(3), [1.0, 0.0, 0.8]))
+    assert not sup.on_wrench(4.5, np.zeros(6))  # 0.5 s behind the pose: stale, ignored
+    ok, message = sup.start()
+    assert not ok and "0.50 s older than the payload pose" in message and "lags" in message
+    assert sup.on_wrench(4.95, np.zeros(6))
+    ok, message = sup.start()
+    assert ok and sup.active, message

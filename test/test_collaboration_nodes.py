@@ -28,7 +28,11 @@ from inertia_estimation_ros.ros.conversions import (
     to_wrench,
     wrench_vector,
 )
-from inertia_estimation_ros.ros.external_wrench_output import PARAMETERS, ExternalWrenchOutput
+from inertia_estimation_ros.ros.external_wrench_output import (
+    LAGS,
+    PARAMETERS,
+    ExternalWrenchOutput,
+)
 from inertia_estimation_ros.ros.follow_commands import PARAMETERS as FOLLOW_PARAMETERS
 from inertia_estimation_ros.ros.follow_commands import FollowCommands
 from inertia_estimation_ros.ros.nodes.planner_node import PlannerNode
@@ -55,44 +59,98 @@ def _estimate(team: an.Team, payload, **flags: bool) -> SimpleNamespace:
     )
 
 
-@pytest.mark.timeout(60)
-def test_the_coordinator_output_publishes_the_pushing_hand(ros_context) -> None:
-    team, payload = an.paper_team(), an.paper_payload()
-    rng = np.random.default_rng(0)
-    motion = an.paper_inertia_motion(rng)
-    t = np.arange(1.0, 1.5, 0.01)
-    sim = an.simulate(team, payload, motion, t, external=PUSH)
+def _output_node(ros_context, rate: float) -> Node:
     node = Node(
         "coordinator_node",
         context=ros_context,
-        parameter_overrides=[Parameter("external_wrench_rate", value=20.0)],
+        parameter_overrides=[Parameter("external_wrench_rate", value=rate)],
     )
     node.params = declare(node, PARAMETERS)
+    return node
+
+
+def _pushing_hand(n: int) -> tuple[an.Team, object, np.ndarray, object, np.ndarray]:
+    """Paper 000's team moved by ``n`` samples at 100 Hz while a hand pushes; the true
+    external wrench about the CoM per sample."""
+    team, payload = an.paper_team(), an.paper_payload()
+    motion = an.paper_inertia_motion(np.random.default_rng(0))
+    t = 1.0 + 0.01 * np.arange(n)
+    sim = an.simulate(team, payload, motion, t, external=PUSH)
+    T_w_s = motion.evaluate(t)[0]
+    truth = PUSH(t, T_w_s, np.zeros((n, 6))) @ sp.adjoint(sp.transform(np.eye(3), payload.com))
+    return team, payload, t, sim, truth
+
+
+@pytest.mark.timeout(60)
+def test_the_coordinator_output_publishes_the_pushing_hand(ros_context) -> None:
+    """At most external_wrench_rate (20 Hz of 100 Hz samples); nothing without a valid mass
+    (counted once per instant); then the pushing hand's wrench exactly."""
+    team, payload, t, sim, truth = _pushing_hand(50)
+    node = _output_node(ros_context, 20.0)
     settings = PipelineSettings(estimate_clock_offsets=False)
     pipeline = TeamPipeline(team.robot_ids, team.reference_id, settings)
-    output = ExternalWrenchOutput(node, settings.frame_of)
-    assert output.update(pipeline) is None  # no estimate yet
+    output = ExternalWrenchOutput(node, settings.frame_of, team.robot_ids, team.reference_id)
+    output.follow(pipeline)
+    assert output.on_samples("robot_1", [sim.exact["robot_1"].sample(0)]) is None  # no estimate
     pipeline.last_estimate = _estimate(team, payload, mass_valid=False)
+    output.follow(pipeline)
     published = []
     for k in range(len(t)):
-        for rid in team.robot_ids:
-            pipeline.push(sim.exact[rid].sample(k), settings.frame_of(rid))
-        if k == 10:
-            assert output.update(pipeline) is None
-            assert output.counts["the estimate has no valid mass and CoM yet"] == 3  # 20 Hz
+        if k == 11:
+            assert output.counts()["the estimate has no valid mass and CoM yet"] == 3  # 20 Hz
             pipeline.last_estimate = _estimate(team, payload)
-        msg = output.update(pipeline)
-        if msg is not None:
-            published.append((k, msg))
-    assert 6 <= len(published) <= 8  # 20 Hz of the 100 Hz samples from 1.15 s to 1.5 s
-    T_w_s = motion.evaluate(t)[0]
-    truth = PUSH(t, T_w_s, np.zeros((len(t), 6))) @ sp.adjoint(sp.transform(np.eye(3), payload.com))
+            output.follow(pipeline)
+        for rid in team.robot_ids:
+            msg = output.on_samples(rid, [sim.exact[rid].sample(k)])
+            if msg is not None:
+                published.append((k, msg))
+    assert [k for k, _ in published] == [13, 18, 23, 28, 33, 38, 43, 48]  # 20 Hz slots
     for k, msg in published:
         wrench, covariance, center, observable = external_wrench_values(msg)
         np.testing.assert_allclose(wrench, truth[k], atol=1e-8)
         np.testing.assert_allclose(center, payload.com)
         assert observable.all() and not covariance.any()
         assert msg.header.frame_id == "robot_1/grasp"
+    node.destroy_node()
+
+
+@pytest.mark.timeout(60)
+def test_the_coordinator_output_sums_simultaneous_samples_once_per_instant(ros_context) -> None:
+    """At the robots' rate, one wrench per instant, published when the last robot's sample of
+    that instant arrives, whatever the order (the reference robot a sample ahead, batches);
+    a robot that falls silent stops the output (counted), its late batch resumes it."""
+    team, payload, t, sim, truth = _pushing_hand(60)
+    node = _output_node(ros_context, 100.0)
+    settings = PipelineSettings(estimate_clock_offsets=False)
+    pipeline = TeamPipeline(team.robot_ids, team.reference_id, settings)
+    pipeline.last_estimate = _estimate(team, payload)
+    output = ExternalWrenchOutput(node, settings.frame_of, team.robot_ids, team.reference_id)
+    output.follow(pipeline)
+    sample = {r: sim.exact[r].sample for r in team.robot_ids}
+    published: dict[int, object] = {}
+
+    def arrive(rid: str, ks: range) -> None:
+        msg = output.on_samples(rid, [sample[rid](k) for k in ks])
+        if msg is not None:
+            k = int(round((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9 - 1.0) / 0.01))
+            assert k not in published
+            published[k] = msg
+
+    arrive("robot_1", range(0, 1))
+    for k in range(30):  # robot_1 runs one sample ahead, the others in turns
+        arrive("robot_1", range(k + 1, k + 2))
+        for rid in ["robot_2", "robot_3"] if k % 2 else ["robot_3", "robot_2"]:
+            arrive(rid, range(k, k + 1))
+    assert sorted(published) == list(range(30))
+    for k in range(30, 55):  # robot_3 silent for 0.25 s
+        for rid in ("robot_1", "robot_2"):
+            arrive(rid, range(k, k + 1))
+    assert sorted(published) == list(range(30))
+    assert output.counts()[LAGS] > 0
+    arrive("robot_3", range(30, 55))  # its samples come as one late batch
+    assert max(published) == 54
+    for k, msg in published.items():
+        np.testing.assert_allclose(external_wrench_values(msg)[0], truth[k], atol=1e-8)
     node.destroy_node()
 
 

@@ -17,8 +17,13 @@ ROS clock and the robots' stamps must agree (one machine, PTP, or sim time).
 
 from __future__ import annotations
 
+import functools
+import threading
+from collections.abc import Callable
+
 import numpy as np
 from geometry_msgs.msg import PoseStamped, TwistStamped
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
@@ -155,20 +160,41 @@ class AdmittanceMode:
         self.frames = ("", "")  # (home frame = world, grasp frame {s}) from the pose messages
         self._pose = node.create_publisher(PoseStamped, "~/reference/pose", RELIABLE_QOS)
         self._twist = node.create_publisher(TwistStamped, "~/reference/twist", RELIABLE_QOS)
-        node.create_subscription(ExternalWrench, "external_wrench", self._on_wrench, RELIABLE_QOS)
-        node.create_subscription(GraspState, "reference_grasp_state", self._on_pose, SENSOR_QOS)
-        node.create_service(Trigger, "~/admittance/start", self._on_start)
-        node.create_service(Trigger, "~/admittance/stop", self._on_stop)
-        node.create_service(SetBool, "~/enable", self._on_enable)
+        # One lock instead of a mutually exclusive group: on rclpy's multi-threaded executor a
+        # ready callback of a busy exclusive group makes the executor spin, holding the GIL,
+        # until the running one ends (100 Hz of wrenches, poses and ticks here).
+        self._lock = threading.Lock()
+        group = ReentrantCallbackGroup()
+        subscribe = functools.partial(node.create_subscription, callback_group=group)
+        serve = functools.partial(node.create_service, callback_group=group)
+        subscribe(ExternalWrench, "external_wrench", self._locked(self._on_wrench), RELIABLE_QOS)
+        subscribe(GraspState, "reference_grasp_state", self._locked(self._on_pose), SENSOR_QOS)
+        serve(Trigger, "~/admittance/start", self._locked(self._on_start))
+        serve(Trigger, "~/admittance/stop", self._locked(self._on_stop))
+        serve(SetBool, "~/enable", self._locked(self._on_enable))
         self._estimate_arrival: float | None = None
         self._period = 1.0 / p.admittance_rate
-        node.create_timer(self._period, self._tick)
+        node.create_timer(self._period, self._locked(self._tick), callback_group=group)
+
+    def _locked(self, callback: Callable) -> Callable:
+        """``callback`` holding the mode's lock (the callbacks share the supervisor)."""
+
+        @functools.wraps(callback)
+        def run(*args: object) -> object:
+            with self._lock:
+                return callback(*args)
+
+        return run
 
     def _now(self) -> float:
         return self.node.get_clock().now().nanoseconds * 1e-9
 
     def on_estimate(self, msg: PayloadEstimate) -> None:
         """The node's payload_estimate (the planner subscribes once and passes it on)."""
+        with self._lock:
+            self._on_estimate(msg)
+
+    def _on_estimate(self, msg: PayloadEstimate) -> None:
         self._estimate_arrival = self._now()
         flags = {
             "grasps_valid": msg.grasps_valid,

@@ -10,6 +10,7 @@ Callbacks only store; ``line()`` formats a progress line from what arrived.
 from __future__ import annotations
 
 import threading
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
@@ -19,6 +20,9 @@ from ..msg import PayloadEstimate
 from .interface import LATCHED_QOS, RELIABLE_QOS
 
 STAGES = ("WAITING", "KINEMATICS", "STATICS", "DYNAMICS", "FROZEN")
+# [s] of wall time to retry ~/enable while the planner refuses because the human wrench lags
+# (the coordinator catches up for a few seconds after its last solves)
+LAG_PATIENCE = 20.0
 
 
 class DemoMonitor(Node):
@@ -85,10 +89,18 @@ class DemoMonitor(Node):
     def enable_admittance(self, timeout: float) -> SetBool.Response | None:
         """Freeze the coordinator's estimate (collaboration uses the model the estimation
         phase gave, and no solve holds up the human wrench), then call the planner's
-        ~/enable with true: the admittance on (or its refusal)."""
+        ~/enable with true: the admittance on (or its refusal; while the refusal says that
+        the human wrench lags, again for up to LAG_PATIENCE)."""
         if self._call(self._freeze, Trigger.Request(), timeout) is None:
             return None
-        return self._call(self._enable, SetBool.Request(data=True), timeout)
+        deadline = time.monotonic() + LAG_PATIENCE
+        while True:
+            answer = self._call(self._enable, SetBool.Request(data=True), timeout)
+            if answer is None or answer.success or "lags" not in answer.message:
+                return answer
+            if time.monotonic() > deadline:
+                return answer
+            time.sleep(0.2)  # the coordinator still catches up after its solves
 
     @staticmethod
     def _call(client: object, request: object, timeout: float) -> object | None:

@@ -1,20 +1,28 @@
 """The coordinator's live external (human) wrench output (issue 14 item 1).
 
-``ExternalWrenchOutput`` is what ``coordinator_node`` calls once per worker cycle: from the
-newest sample of every robot (stamps put on the reference clock with the estimated clock
-offsets) and the latest estimate, ``core.collaboration.human_wrench`` gives the wrench the
-robots do not apply, about the estimated CoM in {s}, with its covariance; it is published
-as ``msg/ExternalWrench`` on ``external_wrench`` at most at ``external_wrench_rate``.
-Without a valid mass and CoM, or while a robot lags, nothing is published and the cause is
-counted (``counts``, in the coordinator's diagnostics values). The sensor noise is the
-samples' own covariance where they carry one, otherwise the estimate's net-wrench residual
-RMS shared among the robots (it holds every noise source at once).
+``ExternalWrenchOutput`` publishes, for every new instant of the robots' samples, the wrench
+the robots do not apply (``core.collaboration.human_wrench``: about the estimated CoM in {s},
+with its covariance) as ``msg/ExternalWrench`` on ``external_wrench``, at most once per
+``1 / external_wrench_rate`` of sample time. It runs in the subscription callbacks
+(``on_message``, the executor's thread): the wrench leaves as soon as the last robot's sample
+of an instant arrives, without waiting for the worker thread's cycle or a solve. The
+instant is the newest time every robot has reached (stamps on the reference clock with the
+estimated clock offsets); each robot contributes its sample at or just before it, so one
+wrench sums simultaneous samples whatever order they arrive in. The worker hands over the
+estimate and the clock offsets (``follow``) when they change. Without a valid mass and CoM,
+or while a robot lags by more than ``external_wrench_max_spread``, nothing is published and
+the cause is counted (``counts()``, in the coordinator's diagnostics values). The sensor
+noise is the samples' own covariance where they carry one, otherwise the estimate's
+net-wrench residual RMS shared among the robots (it holds every noise source at once).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
+import threading
+from collections import Counter, deque
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 from rclpy.node import Node
@@ -25,11 +33,15 @@ from ..core.collaboration.human_wrench import (
     WrenchUnavailableError,
     external_wrench,
 )
+from ..core.samples import GraspSample
 from ..core.team_pipeline import TeamPipeline
-from ..msg import ExternalWrench
-from .conversions import to_external_wrench
+from ..msg import ExternalWrench, GraspState, GraspStateArray
+from .conversions import grasp_sample, grasp_samples, to_external_wrench
 from .interface import RELIABLE_QOS, Topic
 from .parameters import Param
+
+HISTORY = 256  # samples kept per robot: the instant of a robot that lags by up to this many
+LAGS = "a robot lags (its newest sample is more than external_wrench_max_spread behind)"
 
 TOPICS = [
     Topic(
@@ -45,7 +57,7 @@ PARAMETERS = [
         "external_wrench_rate",
         "double",
         100.0,
-        "largest rate of external_wrench [Hz, ROS clock]; 0: not computed",
+        "largest rate of external_wrench [Hz of the samples' stamps]; 0: not computed",
         bounds=(0.0, 1000.0),
         read_only=False,
     ),
@@ -61,56 +73,123 @@ PARAMETERS = [
 ]
 
 
+class _Inputs(NamedTuple):
+    """What the worker hands over: the estimate (identity), its model and noise, offsets."""
+
+    estimate: object
+    model: PayloadModel
+    noise: SensorNoise
+    offsets: dict[str, float]
+
+
 class ExternalWrenchOutput:
-    """Publishes the external wrench of ``pipeline`` (module docstring)."""
+    """Publishes the external wrench of the robots' samples (module docstring). Threads:
+    ``follow`` on the pipeline's (worker) thread, ``on_message`` on the executor's."""
 
-    def __init__(self, node: Node, frame_of: object) -> None:
+    def __init__(
+        self,
+        node: Node,
+        frame_of: object,
+        robot_ids: Sequence[str],
+        reference_id: str,
+        clock_jump: float = 1.0,
+    ) -> None:
         self.node = node
+        self.clock_jump = clock_jump  # [s] a stamp this far back: the clock restarted
         self.frame_of = frame_of
+        self.reference_id = reference_id
         self.publisher = node.create_publisher(ExternalWrench, "external_wrench", RELIABLE_QOS)
-        self.counts: Counter = Counter()
-        self._last_stamp = -np.inf
-        self._model: tuple[object, PayloadModel] | None = None
+        self._counts: Counter = Counter()
+        self._lock = threading.Lock()  # the counts: written by on_message, read by the worker
+        self._history = {r: deque(maxlen=HISTORY) for r in robot_ids}
+        self._inputs: _Inputs | None = None
+        self._last_slot = -np.inf  # round(instant * rate) of the last instant computed
 
-    def update(self, pipeline: TeamPipeline) -> ExternalWrench | None:
-        """Publish if the rate allows and new samples arrived; returns what was published."""
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._counts)
+
+    def _count(self, reason: str) -> None:
+        with self._lock:
+            self._counts[reason] += 1
+
+    def follow(self, pipeline: TeamPipeline) -> None:
+        """The pipeline's latest estimate and clock offsets, for the next samples."""
+        estimate, offsets, inputs = pipeline.last_estimate, pipeline.full.aligner.offsets, None
+        if estimate is None:
+            self._inputs = None
+            return
+        inputs = self._inputs
+        if inputs is None or inputs.estimate is not estimate:
+            model = PayloadModel.from_estimate(estimate)
+            self._inputs = _Inputs(estimate, model, self._noise(estimate), dict(offsets))
+        elif inputs.offsets != offsets:
+            self._inputs = inputs._replace(offsets=dict(offsets))
+
+    def on_message(self, robot_id: str, msg: GraspState | GraspStateArray) -> ExternalWrench | None:
+        """A robot's message as it arrives; returns the wrench published, if any. Messages
+        the pipeline refuses whole (another robot's id, wrong frame, malformed) are left
+        out here and counted there."""
+        if self._inputs is None or self.node.params.external_wrench_rate <= 0:
+            return None
+        if msg.robot_id != robot_id or msg.header.frame_id != self.frame_of(robot_id):
+            return None
+        try:
+            samples = (
+                grasp_samples(msg) if isinstance(msg, GraspStateArray) else [grasp_sample(msg)]
+            )
+        except (ValueError, TypeError):
+            return None
+        return self.on_samples(robot_id, samples)
+
+    def on_samples(self, robot_id: str, samples: Sequence[GraspSample]) -> ExternalWrench | None:
+        """``on_message`` for converted samples of one robot."""
+        inputs = self._inputs
+        if inputs is None or self.node.params.external_wrench_rate <= 0:
+            return None
+        history = self._history[robot_id]
+        offset = inputs.offsets.get(robot_id, 0.0)
+        for sample in samples:
+            stamp = sample.stamp - offset
+            if history and stamp < history[-1].stamp - self.clock_jump:  # a looping bag
+                self._restart()
+            if not history or stamp > history[-1].stamp:
+                history.append(dataclasses.replace(sample, stamp=stamp))
+        return self._publish_instant(inputs, robot_id)
+
+    def _restart(self) -> None:
+        for history in self._history.values():
+            history.clear()
+        self._last_slot = -np.inf
+
+    def _publish_instant(self, inputs: _Inputs, robot_id: str) -> ExternalWrench | None:
+        """The wrench at the newest instant every robot has reached, if not done yet."""
         params = self.node.params
-        estimate = pipeline.last_estimate
-        if params.external_wrench_rate <= 0 or estimate is None:
+        if not all(self._history.values()):
             return None
-        latest = pipeline.latest
-        reference = latest.get(pipeline.reference_id)
+        newest = [h[-1].stamp for h in self._history.values()]
+        instant = min(newest)
         if (
-            reference is None
-            or reference.stamp < self._last_stamp + 1 / params.external_wrench_rate
+            robot_id == self.reference_id
+            and max(newest) - instant > params.external_wrench_max_spread
         ):
+            self._count(LAGS)
+        slot = round(instant * params.external_wrench_rate)
+        if slot <= self._last_slot:
             return None
-        offsets = pipeline.full.aligner.offsets
-        samples = {
-            r: dataclasses.replace(s, stamp=s.stamp - offsets.get(r, 0.0))
-            for r, s in latest.items()
-        }
+        self._last_slot = slot
+        samples = {r: _at(h, instant) for r, h in self._history.items()}
         try:
             result = external_wrench(
-                samples,
-                self._payload_model(estimate),
-                self._noise(estimate),
-                params.external_wrench_max_spread,
+                samples, inputs.model, inputs.noise, params.external_wrench_max_spread
             )
         except WrenchUnavailableError as error:
-            self.counts[str(error).split(":")[0]] += 1
-            self._last_stamp = reference.stamp
+            self._count(str(error).split(":")[0])
             return None
-        self._last_stamp = reference.stamp
-        msg = to_external_wrench(result, self.frame_of(pipeline.reference_id))
+        msg = to_external_wrench(result, self.frame_of(self.reference_id))
         self.publisher.publish(msg)
-        self.counts["published"] += 1
+        self._count("published")
         return msg
-
-    def _payload_model(self, estimate: object) -> PayloadModel:
-        if self._model is None or self._model[0] is not estimate:
-            self._model = (estimate, PayloadModel.from_estimate(estimate))
-        return self._model[1]
 
     @staticmethod
     def _noise(estimate: object) -> SensorNoise:
@@ -119,3 +198,11 @@ class ExternalWrenchOutput:
         return SensorNoise(
             moment=estimate.residual_rms_moment * share, force=estimate.residual_rms_force * share
         )
+
+
+def _at(history: deque, instant: float) -> GraspSample:
+    """The newest sample at or before ``instant`` (the oldest kept if none)."""
+    for sample in reversed(history):
+        if sample.stamp <= instant:
+            return sample
+    return history[0]

@@ -12,8 +12,11 @@ robot is not in it.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from ..core.collaboration.following import grasp_commands
@@ -85,15 +88,14 @@ class FollowCommands:
         self.V_s = np.zeros(6)
         self._pose = node.create_publisher(PoseStamped, "~/command/pose", RELIABLE_QOS)
         self._wrench = node.create_publisher(WrenchStamped, "~/command/wrench", RELIABLE_QOS)
-        node.create_subscription(
-            PayloadEstimate, "/payload_estimate", self.on_estimate, LATCHED_QOS
-        )
-        node.create_subscription(
-            PoseStamped, "/planner_node/reference/pose", self.on_reference, RELIABLE_QOS
-        )
-        node.create_subscription(
-            TwistStamped, "/planner_node/reference/twist", self.on_twist, RELIABLE_QOS
-        )
+        # A group of their own, reentrant: on the robot node's multi-threaded executor they
+        # neither wait for its joint-state callbacks nor make it spin (holding the GIL) while
+        # one of them runs. Each callback replaces one attribute; on_reference reads each once.
+        group = ReentrantCallbackGroup()
+        subscribe = functools.partial(node.create_subscription, callback_group=group)
+        subscribe(PayloadEstimate, "/payload_estimate", self.on_estimate, LATCHED_QOS)
+        subscribe(PoseStamped, "/planner_node/reference/pose", self.on_reference, RELIABLE_QOS)
+        subscribe(TwistStamped, "/planner_node/reference/twist", self.on_twist, RELIABLE_QOS)
 
     def on_estimate(self, msg: PayloadEstimate) -> None:
         grasps = {g.robot_id: transform_matrix(g.transform) for g in msg.grasps}
@@ -107,12 +109,12 @@ class FollowCommands:
 
     def on_reference(self, msg: PoseStamped) -> tuple[PoseStamped, WrenchStamped] | None:
         """Publish this robot's command for a reference pose; returns what was published."""
-        T_w_s = pose_matrix(msg.pose)
-        if self.model is None or not np.all(np.isfinite(T_w_s)):
+        T_w_s, model, V_s = pose_matrix(msg.pose), self.model, self.V_s
+        if model is None or not np.all(np.isfinite(T_w_s)):
             return None
-        theta, T_s_i = self.model
+        theta, T_s_i = model
         has_torque = dict.fromkeys(T_s_i, not self.force_only)
-        team = grasp_commands(T_w_s, self.V_s, np.zeros(6), theta, T_s_i, has_torque, self.gravity)
+        team = grasp_commands(T_w_s, V_s, np.zeros(6), theta, T_s_i, has_torque, self.gravity)
         mine = team.commands[self.robot_id]
         pose = PoseStamped(header=msg.header, pose=to_pose(mine.T_w_i))
         wrench = WrenchStamped(wrench=to_wrench(mine.F_i))

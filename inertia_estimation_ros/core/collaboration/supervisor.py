@@ -7,7 +7,9 @@ in the axes of {s} (``human_wrench``, or an aerial team's estimate converted to 
 Output, every control tick: the reference pose T_w_s,des and body twist of {s}.
 
 * ``start`` refuses, saying why, without a valid mass and CoM (and inertia: the virtual
-  inertia is a fraction of it) or without a pose; otherwise it starts bumplessly from the
+  inertia is a fraction of it), without a pose, or while the last human wrench that arrived
+  was older than ``input_timeout`` behind the pose (its source lags; a start would stop at
+  once for want of a valid wrench); otherwise it starts bumplessly from the
   last reference (or the measured pose) with gains from the estimate.
 * A wrench with a non-finite value, one older than ``input_timeout`` behind the newest
   pose, or one that went back in time is ignored and counted; no fresh wrench means no
@@ -62,6 +64,7 @@ class AdmittanceSupervisor:
         self.events: list[str] = []
         self._pose: tuple[float, np.ndarray] | None = None
         self._wrench: tuple[float, np.ndarray] | None = None
+        self._wrench_lag: float | None = None  # the last wrench received was this stale [s]
         self._last_reference: Reference | None = None
         self._started = -np.inf
 
@@ -82,8 +85,10 @@ class AdmittanceSupervisor:
             self.ignored["non-finite wrench"] += 1
             return False
         newest = self._pose[0] if self._pose else -np.inf
+        self._wrench_lag = None
         if stamp < newest - self.input_timeout:
             self.ignored["stale wrench"] += 1
+            self._wrench_lag = newest - stamp
             return False
         if self._wrench is not None and stamp < self._wrench[0]:
             self.ignored["wrench out of order"] += 1
@@ -98,6 +103,13 @@ class AdmittanceSupervisor:
             return False, f"admittance refused: {self.model.reason}"
         if self._pose is None:
             return False, "admittance refused: no payload pose received yet"
+        if self._wrench_lag is not None:  # e.g. a coordinator catching up after its solves
+            return False, (
+                f"admittance refused: the last human wrench was {self._wrench_lag:.2f} s older "
+                "than the "
+                f"payload pose (input timeout {self.input_timeout:g} s): the wrench source "
+                "lags; try again once it has caught up"
+            )
         try:
             gains = AdmittanceGains.from_estimate(
                 self.model.mass, self.model.inertia_about_com, **self.gain_options

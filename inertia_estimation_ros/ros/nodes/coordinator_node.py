@@ -359,8 +359,15 @@ class CoordinatorNode(Node):
         )
         self._markers = self.create_publisher(MarkerArray, "~/markers", RELIABLE_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
-        self.external_wrench = ExternalWrenchOutput(self, self.settings.frame_of)
+        self.external_wrench = ExternalWrenchOutput(
+            self,
+            self.settings.frame_of,
+            self.pipeline.robot_ids,
+            self.pipeline.reference_id,
+            self.settings.clock_jump,
+        )
         self._inbox: deque = deque()
+        self._callback_errors: deque = deque(maxlen=10)
         self.overflow = 0
         for rid in self.pipeline.robot_ids:
             for topic, kind in GRASP_TOPICS.items():
@@ -444,6 +451,10 @@ class CoordinatorNode(Node):
                 inbox.append((robot_id, msg, self._now()))
             else:
                 self.overflow += 1
+            try:  # the human wrench leaves now, not at the worker's next cycle
+                self.external_wrench.on_message(robot_id, msg)
+            except Exception as error:  # counted and reported by the worker
+                self._callback_errors.append(error)
 
         return callback
 
@@ -568,7 +579,10 @@ class CoordinatorNode(Node):
         while not self._setting_changes.empty():
             self._apply_settings(self._setting_changes.get())
         pipeline.process()
-        self.external_wrench.update(pipeline)
+        self.external_wrench.follow(pipeline)
+        while self._callback_errors:
+            error = self._callback_errors.popleft()
+            raise RuntimeError(f"external wrench output: {type(error).__name__}: {error}")
         while pipeline.events:
             self.get_logger().warning(pipeline.events.popleft())
 
@@ -664,7 +678,7 @@ class CoordinatorNode(Node):
             "messages dropped (queue full)": str(self.overflow),
             "internal errors": str(self.internal_errors),
             "frozen": str(self.pipeline.frozen),
-            **{f"external wrench: {k}": str(n) for k, n in self.external_wrench.counts.items()},
+            **{f"external wrench: {k}": str(n) for k, n in self.external_wrench.counts().items()},
         }
         if self._last_error:
             message = f"internal error: {self._last_error} (see the log; ~/reset may recover)"

@@ -455,7 +455,8 @@ def test_the_fit_leaves_out_the_clusters_next_to_an_external_wrench():
     """The first cluster after and the last before a set-aside segment are left out (their
     central-difference accelerations reach into the hand's samples); a used segment of one
     cluster between two set-aside ones leaves its group out of the fit (the online solve
-    then skips that group's batch means: the demo's static group raised KeyError)."""
+    then skips that group's batch means: the demo's static group raised KeyError); nor are
+    the clusters within a guard time of a set-aside segment (``HAND_GUARD_SECONDS``)."""
     config = EstimatorSettings(segment_seconds=0.5)
     ids, torque = ("a", "b"), (True, True)
     store = SegmentStore(ids, torque, config)
@@ -465,10 +466,13 @@ def test_the_fit_leaves_out_the_clusters_next_to_an_external_wrench():
         store.add(0.01 * k, group, rng.normal(size=(6, 10)), rng.normal(size=(2, 6)))
     assert [len(s.clusters) for s in store.segments] == [3, 1, 3, 3, 3]
     used = np.array([False, True, False, True, True])
-    kept = store.fitted_clusters(used)
+    kept = store.fitted_clusters(used, guard=0.0)
     assert [len(c) for c in kept] == [0, 0, 0, 2, 3]
     assert kept[3] == store.segments[3].clusters[1:]
-    pooled = store.pooled(used, {})
+    # within a guard of 0.3 s after the hand (set aside until 1.09 s): 1.1-1.49 s left out
+    assert [len(c) for c in store.fitted_clusters(used, guard=0.3)] == [0, 0, 0, 1, 3]
+    assert not any(store.fitted_clusters(used))  # the default guard, 1 s: nothing is left
+    pooled = store.pooled(used, {}, guard=0.0)
     segs = store.segments
     expected = segs[3].samples - segs[3].clusters[0].samples + segs[4].samples
     assert set(pooled) == {"dynamic"} and pooled["dynamic"].samples == expected

@@ -145,6 +145,11 @@ class WrenchSegment:
 
 
 CLUSTER_SECONDS = 0.2  # [s] longest cluster of the sandwich covariance
+# [s] a hand found on the payload is taken to rest on it this long before and after: the test
+# cannot find a small wrench in a short stretch, and the fit would take it for the payload's
+# (the demo's guide holds the payload between its trials, 0.5 s stretches of ~2 N: the mass
+# during guidance 1.8 % low at 5-7 sigma)
+HAND_GUARD_SECONDS = 1.0
 MAX_CLUSTERS = 10  # clusters kept per segment (neighbours merge beyond)
 SEGMENT_BLOCK_SECONDS = (0.1, 0.2, 0.4)  # batch-means block lengths within segments of <= 1 s
 
@@ -275,28 +280,49 @@ class SegmentStore:
             segment.external_force = float(judgement.external_force[k])
             segment.external_moment = float(judgement.external_moment[k])
 
-    def fitted_clusters(self, used: np.ndarray) -> list[list[WrenchMoments]]:
+    def fitted_clusters(
+        self, used: np.ndarray, guard: float = HAND_GUARD_SECONDS
+    ) -> list[list[WrenchMoments]]:
         """Per segment, the clusters the fit uses: none of a set-aside segment; of a used
         one, all but the first when the segment before it was set aside and all but the last
         when the one after it was. Those samples' central-difference accelerations reach into
         the external wrench's samples, whose onset or release then shows as an acceleration
-        error of half the jump (test_graph: 1.5 N RMS over the next second, Izz 9 sigma off)."""
+        error of half the jump (test_graph: 1.5 N RMS over the next second, Izz 9 sigma off).
+        Nor the clusters within ``guard`` seconds of a set-aside segment: a hand found on the
+        payload is taken to rest on it a while before and after (``HAND_GUARD_SECONDS``)."""
         out = []
         last = len(self.segments) - 1
+        aside = [
+            (s.start - guard, s.end + guard)
+            for s, v in zip(self.segments, used, strict=True)
+            if not v
+        ]
         for k, (segment, verdict) in enumerate(zip(self.segments, used, strict=True)):
             first = int(k > 0 and not used[k - 1])
             end = len(segment.clusters) - int(k < last and not used[k + 1])
-            out.append(list(segment.clusters[first:end]) if verdict else [])
+            ends = [*segment.cluster_starts[1:], segment.end]
+            kept = [
+                cluster
+                for cluster, a, b in list(
+                    zip(segment.clusters, segment.cluster_starts, ends, strict=True)
+                )[first:end]
+                if not any(a <= hi and b >= lo for lo, hi in aside)
+            ]
+            out.append(kept if verdict else [])
         return out
 
     def pooled(
-        self, used: np.ndarray, dV_covariance: Mapping[str, np.ndarray]
+        self,
+        used: np.ndarray,
+        dV_covariance: Mapping[str, np.ndarray],
+        guard: float = HAND_GUARD_SECONDS,
     ) -> dict[str, WrenchMoments]:
         """Every group's statistics over the clusters in use (``fitted_clusters``, for
         ``fit_parameters``), with the group's dV_s noise covariance for the
         errors-in-variables correction."""
         groups: dict[str, WrenchMoments] = {}
-        for segment, clusters in zip(self.segments, self.fitted_clusters(used), strict=True):
+        fitted = self.fitted_clusters(used, guard)
+        for segment, clusters in zip(self.segments, fitted, strict=True):
             for cluster in clusters:
                 pooled = groups.setdefault(
                     segment.group, WrenchMoments.empty(self.robot_ids, self.has_torque)

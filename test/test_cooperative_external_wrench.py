@@ -31,6 +31,7 @@ from inertia_estimation_ros.core.cooperative.correlated_noise import (
 )
 from inertia_estimation_ros.core.cooperative.dynamics import WrenchMoments
 from inertia_estimation_ros.core.cooperative.external_wrench import (
+    HAND_GUARD_SECONDS,
     MAX_CLUSTERS,
     ExternalWrenchSpan,
     SegmentStore,
@@ -466,16 +467,18 @@ def test_the_fit_leaves_out_the_clusters_next_to_an_external_wrench():
         store.add(0.01 * k, group, rng.normal(size=(6, 10)), rng.normal(size=(2, 6)))
     assert [len(s.clusters) for s in store.segments] == [3, 1, 3, 3, 3]
     used = np.array([False, True, False, True, True])
-    kept = store.fitted_clusters(used, guard=0.0)
+    kept = store.fitted_clusters(used, (0.0, 0.0))
     assert [len(c) for c in kept] == [0, 0, 0, 2, 3]
     assert kept[3] == store.segments[3].clusters[1:]
-    # within a guard of 0.3 s after the hand (set aside until 1.09 s): 1.1-1.49 s left out
-    assert [len(c) for c in store.fitted_clusters(used, guard=0.3)] == [0, 0, 0, 1, 3]
-    assert not any(store.fitted_clusters(used))  # the default guard, 1 s: nothing is left
-    pooled = store.pooled(used, {}, guard=0.0)
-    segs = store.segments
-    expected = segs[3].samples - segs[3].clusters[0].samples + segs[4].samples
-    assert set(pooled) == {"dynamic"} and pooled["dynamic"].samples == expected
+    # clusters 0-0.2, 0.2-0.4, 0.4-0.5 s before a hand on 0.6-1.09 s: a guard of 0.3 s before
+    # leaves out the two that reach past 0.3 s, the default (1 s) all three; one of 0.3 s after
+    # the cluster 1.3-1.5 s (1.1-1.3 s is out anyway), the default (0.5 s) 1.3-1.59 s too
+    before = np.array([True, True, False, True, True])
+    guards = ((0.0, 0.0), (0.3, 0.0), (0.0, 0.3), HAND_GUARD_SECONDS)
+    counts = [[len(c) for c in store.fitted_clusters(before, g)] for g in guards]
+    assert counts == [[3, 0, 0, 2, 3], [1, 0, 0, 2, 3], [3, 0, 0, 1, 3], [0, 0, 0, 0, 3]]
+    pooled = store.pooled(used, {})  # the default guard: segment 4 alone
+    assert set(pooled) == {"dynamic"} and pooled["dynamic"].samples == store.segments[4].samples
 
 
 def exact_team_segments(rng, settings):

@@ -145,11 +145,14 @@ class WrenchSegment:
 
 
 CLUSTER_SECONDS = 0.2  # [s] longest cluster of the sandwich covariance
-# [s] a hand found on the payload is taken to rest on it this long before and after: the test
-# cannot find a small wrench in a short stretch, and the fit would take it for the payload's
-# (the demo's guide holds the payload between its trials, 0.5 s stretches of ~2 N: the mass
-# during guidance 1.8 % low at 5-7 sigma)
-HAND_GUARD_SECONDS = 1.0
+# [s] before and after a set-aside segment, the stretch whose samples the fit leaves out: a
+# hand takes hold of the payload before it moves or leans on it and rests on it meanwhile, too
+# little for the test on a short stretch, and the fit would take it for the payload's (the
+# demo's guide holds the payload from 0.7 s before its first trial and between trials, 0.3-0.5 s
+# at about 2 N: the online mass during guidance was 1.8 % low at 2-7 sigma). After a segment,
+# the guard covers the stretch before the next one is found online; it stays shorter than a
+# transition and hold that follow a hand (test_graph: 0.4 s and 0.6 s; 1 s lost its inertia).
+HAND_GUARD_SECONDS = (1.0, 0.5)
 MAX_CLUSTERS = 10  # clusters kept per segment (neighbours merge beyond)
 SEGMENT_BLOCK_SECONDS = (0.1, 0.2, 0.4)  # batch-means block lengths within segments of <= 1 s
 
@@ -281,19 +284,20 @@ class SegmentStore:
             segment.external_moment = float(judgement.external_moment[k])
 
     def fitted_clusters(
-        self, used: np.ndarray, guard: float = HAND_GUARD_SECONDS
+        self, used: np.ndarray, guard: tuple[float, float] = HAND_GUARD_SECONDS
     ) -> list[list[WrenchMoments]]:
         """Per segment, the clusters the fit uses: none of a set-aside segment; of a used
         one, all but the first when the segment before it was set aside and all but the last
         when the one after it was. Those samples' central-difference accelerations reach into
         the external wrench's samples, whose onset or release then shows as an acceleration
         error of half the jump (test_graph: 1.5 N RMS over the next second, Izz 9 sigma off).
-        Nor the clusters within ``guard`` seconds of a set-aside segment: a hand found on the
-        payload is taken to rest on it a while before and after (``HAND_GUARD_SECONDS``)."""
+        Nor the clusters within ``guard`` = (before, after) seconds of a set-aside segment: a
+        hand takes hold of the payload before it moves or leans on it (``HAND_GUARD_SECONDS``)."""
         out = []
         last = len(self.segments) - 1
+        before, after = guard
         aside = [
-            (s.start - guard, s.end + guard)
+            (s.start - before, s.end + after)
             for s, v in zip(self.segments, used, strict=True)
             if not v
         ]
@@ -312,17 +316,13 @@ class SegmentStore:
         return out
 
     def pooled(
-        self,
-        used: np.ndarray,
-        dV_covariance: Mapping[str, np.ndarray],
-        guard: float = HAND_GUARD_SECONDS,
+        self, used: np.ndarray, dV_covariance: Mapping[str, np.ndarray]
     ) -> dict[str, WrenchMoments]:
         """Every group's statistics over the clusters in use (``fitted_clusters``, for
         ``fit_parameters``), with the group's dV_s noise covariance for the
         errors-in-variables correction."""
         groups: dict[str, WrenchMoments] = {}
-        fitted = self.fitted_clusters(used, guard)
-        for segment, clusters in zip(self.segments, fitted, strict=True):
+        for segment, clusters in zip(self.segments, self.fitted_clusters(used), strict=True):
             for cluster in clusters:
                 pooled = groups.setdefault(
                     segment.group, WrenchMoments.empty(self.robot_ids, self.has_torque)

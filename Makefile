@@ -86,10 +86,8 @@ REQUIREMENT_NAMES = $(shell sed -e 's/\#.*//' -e 's/[=<>].*//' \
 	requirements/build.txt requirements/runtime.txt requirements/test.txt)
 # The core tests, the coordinator's pipeline and a node/DDS subset (not test_inertial.py: its
 # oracle, pin.PseudoInertia, needs Pinocchio 3).
-# Known on numpy 1.26 / scipy 1.11 only, issue 15 (phantom external wrenches): the exact-data
-# five-robot ring team shows a span with a NaN size; passes on numpy 2 in the main suite.
-COMPAT_KNOWN := --deselect \
-	"test/test_cooperative_external_wrench.py::test_no_phantom_wrench_on_a_larger_team_without_a_hand[False]"
+# Tests known to fail on numpy 1.26 / scipy 1.11 only, as --deselect options (none now).
+COMPAT_KNOWN :=
 COMPAT_TESTS := test/test_spatial.py test/test_regressor.py \
 	test/test_consistency.py test/test_identification_least_squares.py \
 	test/test_identification_sdp.py test/test_cooperative_external_wrench.py \

@@ -575,9 +575,14 @@ def human_guided_table():
     for name, estimate in estimates.items():
         error = 100 * (estimate.principal_moments / moments - 1)
         spans = ", ".join(
-            f"{s.samples} samples {s.start:.1f}-{s.end:.1f} s "
-            + ("(size not determined)" if np.isnan(s.force) else f"({s.force:.0f} N)")
-            for s in estimate.external_wrench_spans
+            [
+                f"{s.samples} samples {s.start:.1f}-{s.end:.1f} s ({s.force:.0f} N)"
+                for s in estimate.external_wrench_spans
+            ]
+            + [
+                f"{s.samples} samples {s.start:.1f}-{s.end:.1f} s (size not determined)"
+                for s in estimate.undecided_spans
+            ]
         )
         print(
             f"{name:53} {np.array2string(estimate.principal_moments, precision=4):>28} "

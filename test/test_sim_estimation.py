@@ -41,6 +41,7 @@ from inertia_estimation_ros.core.cooperative import (
 from inertia_estimation_ros.core.samples import GraspSeries
 from inertia_estimation_ros.sim.analytic import synchronized_sets
 from inertia_estimation_ros.sim.scenario import run_scenario
+from inertia_estimation_ros.sim.scenario_file import read_scenario_yaml
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "config" / "scenarios"
 
@@ -158,3 +159,29 @@ def test_without_detection_the_human_biases_the_inertia(run):
     estimate = estimate_offline(all_recordings(run), truth.reference_robot, settings)
     true_moments, _ = truth.payload.principal_axes()
     assert np.abs(estimate.principal_moments / true_moments - 1).max() > 0.05
+
+
+def test_the_mass_during_guidance_is_refused_not_biased():
+    """Issue 15's demo gap: during the demo's human-guided trials (paper 000's preset, here
+    two 3-s trials at 100 Hz) the guided samples are set aside, but the guide still holds
+    the payload in the 0.5-s settles around each trial (about 2 N, too short for the test),
+    and the online mass from those alone was 1.8 % low and "valid" at 2.1-4.9 sigma. A
+    constant wrench per segment cannot model the guide (it is what accelerates the payload:
+    per-1-s means take 6 % of its power in the demo), so guided samples stay out, and so do
+    those within HAND_GUARD_SECONDS of them: the mass is refused during guidance, with
+    advice, instead of reported biased."""
+    data = read_scenario_yaml(SCENARIOS / "paper000_mocobots.yaml")
+    guided = {"program": "human_guided", "duration": 3.0, "max_rotation_deg": 10.0}
+    run = run_scenario({**data, "excitation": [guided, guided]})
+    truth = run.ground_truth
+    series = run.series()
+    estimator = TeamEstimator(list(series), truth.reference_robot, EstimatorSettings(100.0))
+    for k, samples in enumerate(synchronized_sets(series)):
+        estimator.update(samples)
+        estimate = estimator.estimate() if k % 100 == 99 else None
+        if estimate is not None and estimate.mass_valid:
+            error = estimate.mass - truth.payload.mass
+            assert abs(error) < 3 * np.sqrt(estimate.mass_variance), estimate.stamp
+    final = estimator.estimate_now()
+    assert not final.mass_valid and final.external_wrench_spans
+    assert any("without a hand on it" in line for line in final.advice), final.advice

@@ -24,7 +24,7 @@ Modules, one per stage:
 
 from .clock import ClockOffset, SpeedHistory, StreamingAligner, estimate_clock_offset
 from .estimate import GraspFrameEstimate, Stage, TeamEstimate
-from .external_wrench import ExternalWrenchSpan
+from .external_wrench import ExternalWrenchSpan, UndecidedSpan
 from .offline import Recording, estimate_offline, paper_grasps, paper_inertia, paper_mass_com
 from .online import TeamEstimator, UpdateResult
 from .settings import EstimatorSettings
@@ -40,6 +40,7 @@ __all__ = [
     "StreamingAligner",
     "TeamEstimate",
     "TeamEstimator",
+    "UndecidedSpan",
     "UpdateResult",
     "estimate_clock_offset",
     "estimate_offline",

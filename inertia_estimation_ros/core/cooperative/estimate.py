@@ -25,7 +25,8 @@ Everything is in {s}, the reference robot's grasp frame, with core conventions
 * ``T_i_c``: the principal-axes frame seen from every grasp (no message field);
 * ``samples_external_wrench`` (no message field): samples left out of mass, CoM and inertia
   because an unmeasured external wrench (a human hand) acted on the payload; their stretches
-  of time and sizes are in ``external_wrench_spans`` and summarized in ``advice``.
+  of time and sizes are in ``external_wrench_spans`` and summarized in ``advice``; stretches
+  left out whose wrench could not be sized yet are ``undecided_spans`` (a refusal, no size).
 """
 
 from __future__ import annotations
@@ -39,7 +40,12 @@ from ..consistency import ConsistencyError, project_to_consistent
 from ..inertial import InertialParameters
 from . import diagnostics as dg
 from .dynamics import ParameterFit
-from .external_wrench import ExternalWrenchSpan, external_wrench_advice, phase_group
+from .external_wrench import (
+    ExternalWrenchSpan,
+    UndecidedSpan,
+    external_wrench_advice,
+    phase_group,
+)
 from .grasp_kinematics import GraspKinematics
 from .payload_properties import PayloadProperties, com_frames, payload_properties
 from .settings import EstimatorSettings
@@ -104,6 +110,7 @@ class TeamEstimate:
     samples_rejected: int
     samples_external_wrench: int = 0
     external_wrench_spans: tuple[ExternalWrenchSpan, ...] = ()
+    undecided_spans: tuple[UndecidedSpan, ...] = ()
 
     def grasp(self, robot_id: str) -> GraspFrameEstimate:
         return next(g for g in self.grasps if g.robot_id == robot_id)
@@ -131,6 +138,7 @@ class Evidence:
     notes: tuple[str, ...] = ()  # extra advice, e.g. robots that report no force
     frozen: bool = False
     external_wrench_spans: tuple[ExternalWrenchSpan, ...] = ()
+    undecided_spans: tuple[UndecidedSpan, ...] = ()
     samples_external_static: int = 0  # static samples set aside (an external wrench acted)
     samples_external_dynamic: int = 0
 
@@ -242,7 +250,7 @@ def assemble_estimate(evidence: Evidence, settings: EstimatorSettings) -> TeamEs
     """Validity, refusals with advice, consistency projection and stage of the evidence."""
     grasps_valid, grasps, advice = _grasps(evidence, settings)
     advice += list(evidence.notes)
-    advice += external_wrench_advice(evidence.external_wrench_spans)
+    advice += external_wrench_advice(evidence.external_wrench_spans, evidence.undecided_spans)
     fit = evidence.fit if grasps_valid else None
     valid = (False, False, False)
     theta, covariance = np.zeros(10), np.zeros((10, 10))
@@ -315,6 +323,7 @@ def assemble_estimate(evidence: Evidence, settings: EstimatorSettings) -> TeamEs
             evidence.samples_external_static + evidence.samples_external_dynamic
         ),
         external_wrench_spans=evidence.external_wrench_spans,
+        undecided_spans=evidence.undecided_spans,
     )
 
 

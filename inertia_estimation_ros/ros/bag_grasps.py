@@ -110,6 +110,7 @@ def _decoded(robot: str, layout: tuple, messages: list[tuple[int, bytes]]) -> It
     values = data[:, pose : pose + 8 * DOUBLES].copy().view("<f8")
     flags = data[:, pose + 8 * DOUBLES : pose + 8 * DOUBLES + FLAGS].astype(bool)
     complete = flags[:, :3].all(axis=1)  # pose, twist and twist derivative present
+    complete &= values[:, 3:7].any(axis=1)  # a zero quaternion is refused one by one, by name
     kinds = np.where(complete[:, None], flags[:, 3:], True).astype(int) @ [1, 2, 4]
     kinds = np.where(complete, kinds, -1)
     starts = np.flatnonzero(np.r_[True, kinds[1:] != kinds[:-1]])

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from geometry_msgs.msg import PoseStamped
+from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -276,4 +276,95 @@ def test_the_planner_switches_modes_by_service_and_holds_on_a_stale_estimate(ros
         answer = enable(True)
         assert not answer.success and "the coordinator is silent" in answer.message
     finally:
+        planner.destroy_node()
+
+
+@pytest.mark.timeout(120)
+def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(ros_context) -> None:
+    """~/mode/balancing refuses without a goal and without a valid CoM, then plans from the
+    reference and follows the certified plan; ~/mode/admittance and ~/mode/hold take over
+    from it. Across each switch the published reference moves like one tick within the
+    limits: |dp| <= v_max dt, |dv| <= a_max dt."""
+    rate, v_max, a_max = 50.0, 0.3, 1.0
+    planner = PlannerNode(
+        context=ros_context,
+        parameter_overrides=[
+            Parameter("admittance_rate", value=rate),
+            Parameter("object_size", value=[0.15, 0.15, 0.3]),
+            Parameter("duration", value=2.0),
+            Parameter("max_solves", value=60),
+        ],
+    )
+    listener = Node("listener", context=ros_context)
+    poses: list[PoseStamped] = []
+    twists: list[TwistStamped] = []
+    listener.create_subscription(PoseStamped, "/planner_node/reference/pose", poses.append, 100)
+    listener.create_subscription(TwistStamped, "/planner_node/reference/twist", twists.append, 100)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(planner)
+    executor.add_node(listener)
+    mode = planner.admittance
+
+    def call(name: str) -> Trigger.Response:
+        service = {"admittance": mode._on_start, "hold": mode._on_stop}.get(
+            name, mode._on_balancing
+        )
+        return service(Trigger.Request(), Trigger.Response())
+
+    pose = GraspState(robot_id="robot_1", home_frame_id="world", has_pose=True)
+    pose.header.frame_id, pose.pose = "robot_1/grasp", to_pose(sp.transform(np.eye(3), [0, 0, 1]))
+
+    def feed() -> None:
+        now = planner.get_clock().now().nanoseconds * 1e-9
+        pose.header.stamp = to_time(now)
+        mode._on_pose(pose)
+        push = ExternalWrench(wrench=to_wrench(np.zeros(6)))
+        push.header.stamp = to_time(now)
+        mode._on_wrench(push)
+
+    def run(ticks: int) -> int:
+        """Spin until ``ticks`` more references arrived; the index of the first."""
+        first = len(poses)
+        spin_until(executor, lambda: (feed(), len(poses) >= first + ticks)[1], 30.0)
+        return first
+
+    def assert_bumpless(at: int) -> None:
+        for k in (at, at + 1):
+            p = [np.array([m.pose.position.x, m.pose.position.y, m.pose.position.z])
+                 for m in poses[k - 1 : k + 1]]  # fmt: skip
+            v = [pose_matrix(m.pose)[:3, :3] @ [t.twist.linear.x, t.twist.linear.y,
+                 t.twist.linear.z] for m, t in zip(poses[k - 1 : k + 1], twists[k - 1 : k + 1],
+                 strict=True)]  # fmt: skip
+            assert np.linalg.norm(p[1] - p[0]) <= v_max / rate * 1.01 + 1e-9
+            assert np.linalg.norm(v[1] - v[0]) <= a_max / rate * 1.01 + 1e-9
+
+    try:
+        feed()
+        answer = call("balancing")
+        assert not answer.success and "no goal yet" in answer.message
+        planner.goal = np.array([0.15, 0.05, 1.02])
+        answer = call("balancing")
+        assert not answer.success and "no PayloadEstimate with a valid CoM" in answer.message
+        estimate = _estimate_message(True)
+        estimate.parameters = [8.0, 0.01, -0.01, 0.08, 0, 0, 0, 0, 0, 0]
+        estimate.parameter_covariance = list((1e-6 * np.eye(10)).ravel())
+        planner._on_estimate(estimate)
+        assert call("admittance").success
+        run(10)
+        answer = call("balancing")
+        assert answer.success, answer.message
+        at = run(40)  # the balancing reference, from the admittance's
+        assert mode.modes.mode == "balancing"
+        assert_bumpless(at)
+        assert np.linalg.norm([t.twist.linear.x for t in twists[-5:]]) > 1e-3  # it moves
+        assert call("admittance").success
+        at = run(10)
+        assert_bumpless(at)
+        assert call("hold").success
+        at = run(60)
+        assert_bumpless(at)
+        assert mode.modes.mode == "hold" and twists[-1].twist.linear.x == 0.0
+    finally:
+        executor.shutdown()
+        listener.destroy_node()
         planner.destroy_node()

@@ -42,8 +42,12 @@ PARAMETERS = {
 def test_planner_node_has_the_topics_of_its_interface(ros_context):
     expected, found, services = introspect(ros_context, "planner_node", "/", PARAMETERS, [])
     assert_matches(expected, found)
-    # + ~/admittance/start and stop; ~/enable turns the admittance on and off
-    assert services == {"plan", "plan_balancing", "start", "stop", "enable"}
+    # + ~/admittance/start and stop; ~/enable turns the admittance on and off; ~/mode/*
+    assert services == {"plan", "plan_balancing", "start", "stop", "enable"} | {
+        "admittance",
+        "balancing",
+        "hold",
+    }
 
 
 def test_an_object_too_narrow_for_the_inset_is_a_parameter_error(ros_context):

@@ -27,7 +27,9 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
+from ..core.collaboration.modes import PlanningStart, ReferenceModes
 from ..core.collaboration.supervisor import AdmittanceSupervisor, ModelSummary
+from ..core.planning.planner import TrayPlan
 from ..msg import ExternalWrench, GraspState, PayloadEstimate
 from .conversions import (
     external_wrench_values,
@@ -80,6 +82,14 @@ SERVICES = [
         "mode switch: true = admittance (bumpless, refused with the cause), false = hold (safe "
         "stop)",
     ),
+    Service("~/mode/admittance", "std_srvs/srv/Trigger", "mode admittance (= admittance/start)"),
+    Service(
+        "~/mode/balancing",
+        "std_srvs/srv/Trigger",
+        "mode balancing: plan from the reference's pose and velocity to the last goal, follow "
+        "the certified plan (bumpless); refused with the cause",
+    ),
+    Service("~/mode/hold", "std_srvs/srv/Trigger", "mode hold: decelerate within the limits, hold"),
 ]
 PARAMETERS = [
     Param("admittance_rate", "double", 100.0, "control rate [Hz]", bounds=(1.0, 1000.0)),
@@ -137,7 +147,13 @@ PARAMETERS = [
 class AdmittanceMode:
     """The admittance mode of ``node`` (module docstring); ``params`` its declared values."""
 
-    def __init__(self, node: Node, params: object) -> None:
+    def __init__(
+        self,
+        node: Node,
+        params: object,
+        plan_balancing: Callable[[PlanningStart], tuple[TrayPlan | None, bool, str]] | None = None,
+        T_e_s: np.ndarray | None = None,
+    ) -> None:
         self.node, self.p = node, params
         p = params
         walls = np.asarray(p.admittance_walls, dtype=float)
@@ -157,6 +173,11 @@ class AdmittanceMode:
             wall_margin=p.admittance_wall_margin,
             wall_stiffness=p.admittance_wall_stiffness,
         )
+        self._period = 1.0 / p.admittance_rate
+        self.modes = ReferenceModes(
+            self.supervisor, np.eye(4) if T_e_s is None else T_e_s, self._period
+        )
+        self._plan_balancing = plan_balancing
         self.frames = ("", "")  # (home frame = world, grasp frame {s}) from the pose messages
         self._pose = node.create_publisher(PoseStamped, "~/reference/pose", RELIABLE_QOS)
         self._twist = node.create_publisher(TwistStamped, "~/reference/twist", RELIABLE_QOS)
@@ -172,8 +193,10 @@ class AdmittanceMode:
         serve(Trigger, "~/admittance/start", self._locked(self._on_start))
         serve(Trigger, "~/admittance/stop", self._locked(self._on_stop))
         serve(SetBool, "~/enable", self._locked(self._on_enable))
+        serve(Trigger, "~/mode/admittance", self._locked(self._on_start))
+        serve(Trigger, "~/mode/balancing", self._on_balancing)
+        serve(Trigger, "~/mode/hold", self._locked(self._on_stop))
         self._estimate_arrival: float | None = None
-        self._period = 1.0 / p.admittance_rate
         node.create_timer(self._period, self._locked(self._tick), callback_group=group)
 
     def _locked(self, callback: Callable) -> Callable:
@@ -223,17 +246,36 @@ class AdmittanceMode:
         self.supervisor.on_wrench(seconds(msg.header.stamp), wrench)
 
     def _on_start(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        response.success, response.message = self.supervisor.start()
+        response.success, response.message = self.modes.admittance()
+        return self._logged(response)
+
+    def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success, response.message = self.modes.hold("stop or hold requested")
+        self._log_events()
+        return response
+
+    def _on_balancing(
+        self, request: Trigger.Request, response: Trigger.Response
+    ) -> Trigger.Response:
+        """Plan from the reference's state (without the lock: the reference runs on), then
+        switch if the plan is certified and the reference has not moved away from its start."""
+        with self._lock:
+            start = self.modes.planning_start()
+        if isinstance(start, PlanningStart) and self._plan_balancing is None:
+            start = (False, "balancing refused: this node has no balancing planner")
+        if isinstance(start, PlanningStart):
+            plan, certified, why = self._plan_balancing(start)
+            with self._lock:
+                start = self.modes.start_balancing(plan, start, certified, why)
+        response.success, response.message = start
+        return self._logged(response)
+
+    def _logged(self, response: Trigger.Response) -> Trigger.Response:
+        """``response``, its message logged as info if it succeeded, else as a warning."""
         if response.success:
             self.node.get_logger().info(response.message)
         else:
             self.node.get_logger().warning(response.message)
-        return response
-
-    def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        self.supervisor.stop("~/admittance/stop called")
-        self._log_events()
-        response.success, response.message = True, "stopping: the reference decelerates and holds"
         return response
 
     def _on_enable(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
@@ -254,7 +296,7 @@ class AdmittanceMode:
     def _tick(self) -> None:
         now = self._now()
         self._check_estimate_age(now)
-        reference = self.supervisor.tick(now, self._period)
+        reference = self.modes.tick(now, self._period)
         self._log_events()
         if reference is None:
             return

@@ -97,8 +97,9 @@ class AdmittanceSupervisor:
         return True
 
     # ----- modes -------------------------------------------------------------------------
-    def start(self) -> tuple[bool, str]:
-        """Admittance on, from the last reference (bumpless) or the measured pose."""
+    def start(self, reference: Reference | None = None) -> tuple[bool, str]:
+        """Admittance on, from ``reference`` (another mode's last one), else the last
+        reference (bumpless) or the measured pose."""
         if not self.model.valid:
             return False, f"admittance refused: {self.model.reason}"
         if self._pose is None:
@@ -116,6 +117,8 @@ class AdmittanceSupervisor:
             )
         except AdmittanceError as error:
             return False, f"admittance refused: {error}"
+        if reference is not None:
+            self._last_reference = reference
         T_w_s = self._last_reference.T_w_s if self._last_reference else self._pose[1]
         V_s = self._last_reference.V_s if self._last_reference else np.zeros(6)
         self.admittance = Admittance(gains, self._com_state(T_w_s, V_s))
@@ -173,6 +176,10 @@ class AdmittanceSupervisor:
         V_s = sp.twist_to(sp.inverse(T_c_s), V_c)
         moving = bool(np.any(state.v) or np.any(state.omega))
         return Reference(now, T_w_c @ T_c_s, V_s, moving)
+
+    def measured_pose(self) -> tuple[float, np.ndarray] | None:
+        """(stamp, T_w_s) of the newest payload pose, None before the first."""
+        return self._pose
 
     def last_reference(self) -> Reference | None:
         return None if self._last_reference is None else replace(self._last_reference)

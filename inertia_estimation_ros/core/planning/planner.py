@@ -487,14 +487,19 @@ class TrayPlanner:
         start: np.ndarray,
         goal: np.ndarray,
         on_iteration: Callable[[Iteration], None] | None = None,
+        start_rates: np.ndarray | None = None,
     ) -> TrayPlan:
-        """Plan from the resting configuration ``start`` (q) to the tray position ``goal``
-        (3); ``on_iteration`` is called after every SQP iteration."""
+        """Plan from the configuration ``start`` (q; at rest, or moving with ``start_rates``
+        = [dq, ddq], e.g. a bumpless start from a moving reference) to the tray position
+        ``goal`` (3); ``on_iteration`` is called after every SQP iteration."""
         s, N, nx, nq = self.settings, self.N, self.nx, self.nq
         start, goal = np.asarray(start, dtype=float), np.asarray(goal, dtype=float)
         self._check_reachable(start, goal)
-        x0 = np.concatenate([start, np.zeros(2 * nq)])
-        self._target = np.tile(x0, N + 1)
+        rates = np.zeros(2 * nq) if start_rates is None else np.asarray(start_rates, dtype=float)
+        if rates.shape != (2 * nq,) or not np.all(np.isfinite(rates)):
+            raise PlanningError(f"start_rates must be {2 * nq} finite values [dq, ddq]")
+        self._target = np.tile(np.concatenate([start, np.zeros(2 * nq)]), N + 1)
+        x0 = np.concatenate([start, rates])
         began, began_cpu = time.perf_counter(), time.process_time()
         self._use_layout(np.full(len(self.virtual), not s.screen_forces))
         z = np.concatenate([np.tile(x0, N + 1), np.zeros(N * nq), self._initial_forces(x0)])

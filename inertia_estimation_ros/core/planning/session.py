@@ -149,18 +149,20 @@ def plan_and_verify(
     robot: str = "tray",
     on_iteration: Callable[[Iteration], None] | None = None,
     replan_rounds: int = REPLAN_ROUNDS,
+    start_rates: np.ndarray | None = None,
 ) -> PlanOutcome:
     """Plan (PlanningError on refusal) and verify; while the SDP refuses the plan, re-plan
     with w_s times ``ESCALATION``, at most ``replan_rounds`` times. The outcome is the first
     certified round's, else the last plan's (a re-plan the QP solver cannot solve ends the
-    rounds). ``on_iteration`` sees each SQP iteration of every round."""
+    rounds). ``on_iteration`` sees each SQP iteration of every round; ``start_rates``
+    ([dq, ddq]) starts from a moving state."""
     model, verifiers = robot_model(robot, settings), None
     outcome, rounds = None, []
     for index in range(replan_rounds + 1):
         round_settings = replace(settings, slack_weight=settings.slack_weight * ESCALATION**index)
         try:
             planner = TrayPlanner(objects, method, round_settings, model)
-            plan = planner.plan(start, goal, on_iteration)
+            plan = planner.plan(start, goal, on_iteration, start_rates)
         except QPSolveError as error:
             if outcome is None:
                 raise

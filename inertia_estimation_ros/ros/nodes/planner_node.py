@@ -30,9 +30,16 @@ from trajectory_msgs.msg import (
 )
 from visualization_msgs.msg import Marker, MarkerArray
 
+from ...core.collaboration.modes import PlanningStart
 from ...core.consistency import ConsistencyError
 from ...core.planning.objects import BalancedObject, ComEstimate, PolytopeError, informed_com_box
-from ...core.planning.planner import METHODS, Iteration, PlannerSettings, PlanningError
+from ...core.planning.planner import (
+    METHODS,
+    Iteration,
+    PlannerSettings,
+    PlanningError,
+    TrayPlan,
+)
 from ...core.planning.session import ROBOTS, PlanOutcome, plan_and_verify
 from ...core.planning.tray import body_motion, rotation
 from ...core.spatial import transform
@@ -216,7 +223,9 @@ class PlannerNode(Node):
         self.create_service(Trigger, "~/plan", self._on_plan, callback_group=group)
         self.last_outcome: PlanOutcome | None = None
         self._action = add_plan_action(self)
-        self.admittance = admittance_mode.AdmittanceMode(self, self.p)
+        self.admittance = admittance_mode.AdmittanceMode(
+            self, self.p, self.plan_balancing, self.T_e_s
+        )
 
     # ----- inputs ------------------------------------------------------------------------
     def _on_estimate(self, msg: PayloadEstimate) -> None:
@@ -271,20 +280,35 @@ class PlannerNode(Node):
         informed, _ = informed_com_box(self.object, self.estimate, self.p.k_sigma)
         return informed, f"informed ({self.p.k_sigma:g} sigma)"
 
+    def plan_balancing(self, start: PlanningStart) -> tuple[TrayPlan | None, bool, str]:
+        """The balancing mode's plan from the reference's state ``start`` to the last goal:
+        (plan, certified?, message)."""
+        if self.p.robot != "tray" or self.goal is None:
+            why = "robot is not tray" if self.goal is not None else "no goal yet: publish ~/goal"
+            return None, False, why
+        certified, message = self.plan("balancing mode", start=start)
+        return (self.last_outcome.plan if self.last_outcome else None), certified, message
+
     def plan(
-        self, reason: str, on_iteration: Callable[[Iteration], None] | None = None
+        self,
+        reason: str,
+        on_iteration: Callable[[Iteration], None] | None = None,
+        start: PlanningStart | None = None,
     ) -> tuple[bool, str]:
         """Plan, verify and publish; (certified?, message). ``on_iteration`` sees each SQP
-        iteration and may raise ``PlanningError`` to stop."""
+        iteration and may raise ``PlanningError`` to stop; ``start``: plan from this moving
+        state instead of the last goal at rest."""
         with self._lock:
             self.last_outcome = None
             try:
                 obj, source = self._object()
                 settings = PlannerSettings(duration=self.p.duration)
                 outcome = plan_and_verify(
-                    [obj], self.p.method, settings, self.start, self.goal, self.p.max_solves,
+                    [obj], self.p.method, settings,
+                    self.start if start is None else start.q, self.goal, self.p.max_solves,
                     robot=self.p.robot, on_iteration=on_iteration,
                     replan_rounds=self.p.replan_rounds,
+                    start_rates=None if start is None else start.rates,
                 )  # fmt: skip
                 self.last_outcome = outcome
             except (PolytopeError, PlanningError) as error:

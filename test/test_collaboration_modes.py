@@ -26,8 +26,12 @@ from inertia_estimation_ros.core.planning.planner import PlannerSettings
 from inertia_estimation_ros.core.planning.session import plan_and_verify
 
 DT = 0.01
-A_MAX, V_MAX = 1.0, 0.3
-MODEL = ModelSummary(True, 10.0, np.array([0.0, 0.0, 0.1]), np.diag([0.5, 0.6, 0.9]))
+A_MAX, V_MAX, ALPHA_MAX, W_MAX = 1.0, 0.3, 2.0, 0.5
+P_S_C = np.array([0.0, 0.0, 0.1])  # the admittance runs at the CoM: {s} moves also by w x p
+MODEL = ModelSummary(True, 10.0, P_S_C, np.diag([0.5, 0.6, 0.9]))
+# one tick of any mode moves {s} by at most these (the CoM's limits plus the lever arm)
+DP = (V_MAX + W_MAX * np.linalg.norm(P_S_C)) * DT
+DV = (A_MAX + (ALPHA_MAX + W_MAX**2) * np.linalg.norm(P_S_C)) * DT
 PUSH = np.array([0.0, 0.0, 0.0, 15.0, 5.0, 0.0])  # (moment, force) about the CoM, {s} axes
 GOAL = np.array([1.4, 0.3, 1.0])
 
@@ -37,7 +41,11 @@ class Run:
 
     def __init__(self) -> None:
         sup = AdmittanceSupervisor(
-            input_timeout=0.2, max_linear_speed=V_MAX, max_linear_acceleration=A_MAX
+            input_timeout=0.2,
+            max_linear_speed=V_MAX,
+            max_linear_acceleration=A_MAX,
+            max_angular_speed=W_MAX,
+            max_angular_acceleration=ALPHA_MAX,
         )
         sup.on_estimate(MODEL)
         sup.on_pose(0.0, sp.transform(np.eye(3), [1.0, 0.0, 0.8]))
@@ -67,8 +75,8 @@ def _assert_bumpless(run: Run, at: int) -> None:
     """Ticks at-1 -> at -> at+1 move like one tick of a mode within the limits."""
     for k in (at, at + 1):
         dp, dv = _jumps(run.refs[k - 1], run.refs[k])
-        assert dp <= V_MAX * DT * 1.01 + 1e-9
-        assert dv <= A_MAX * DT * 1.01 + 1e-9
+        assert dp <= DP + 1e-9
+        assert dv <= DV + 1e-9
 
 
 def _plan(start: PlanningStart):
@@ -108,7 +116,7 @@ def test_switches_are_bumpless_and_follow_the_plan() -> None:
     run.ticks(1.0, PUSH)
     _assert_bumpless(run, at)
     for before, after in zip(run.refs[at:-1], run.refs[at + 1 :], strict=True):
-        assert _jumps(before, after)[1] <= A_MAX * DT * 1.01 + 1e-9  # decelerates in the limits
+        assert _jumps(before, after)[1] <= DV + 1e-9  # decelerates within the limits
     assert run.speed() == 0.0 and run.modes.mode == "hold"
 
 

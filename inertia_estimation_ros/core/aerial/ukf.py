@@ -150,9 +150,8 @@ def _cholesky(P: np.ndarray) -> np.ndarray | None:
 
 
 def symmetric_positive_definite(P: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(P, L, repaired): P symmetrized and its Cholesky factor L; eigenvalues lifted to a
-    floor (repaired = True) if P was not positive definite."""
-    P = 0.5 * (P + P.T)
+    """(P, L, repaired): P (symmetric; its lower triangle is read) and its Cholesky factor
+    L; eigenvalues lifted to a floor (repaired = True) if P was not positive definite."""
     L = _cholesky(P)
     if L is not None:
         return P, L, False
@@ -196,13 +195,14 @@ class UnscentedFilter:
         gate_probability: float | None = 0.9999,
     ):
         self.x = np.asarray(x0, dtype=float).copy()
-        self.P = np.asarray(P0, dtype=float).copy()
+        self.P = np.asarray(P0, dtype=float)
         n = len(self.x)
         if self.x.shape != (n,) or self.P.shape != (n, n) or not np.all(np.isfinite(self.P)):
             raise ValueError(
                 f"UKF start: need a state (n,) and a finite covariance (n, n), got shapes "
                 f"{self.x.shape} and {self.P.shape}"
             )
+        self.P = 0.5 * (self.P + self.P.T)  # kept symmetric by every predict and update
         self.space = space or EuclideanSpace()
         self.sigma_points = sigma_points or SigmaPoints()
         self.wm, self.wc = self.sigma_points.weights(len(self.x))
@@ -236,7 +236,7 @@ class UnscentedFilter:
         gate): a gated z is retried with P inflated by 2 NIS / gate until it passes (at most
         ``REACQUIRE_INFLATIONS`` times; refused and P kept if it never does)."""
         z = np.asarray(z, dtype=float)
-        if not np.all(np.isfinite(z)):
+        if not np.isfinite(z).all():
             self.counters[f"{name}.nan"] += 1
             return False
         gate = np.inf if self.gate_probability is None else _gate(self.gate_probability, len(z))
@@ -463,7 +463,7 @@ class CableTensionUKF:
                 "out-of-order sample before predicting"
             )
         u = np.asarray(u, dtype=float)
-        if np.all(np.isfinite(u)):
+        if np.isfinite(u).all():
             self._last_input = u
         else:
             self.counters["input.nan"] += 1
@@ -490,7 +490,7 @@ class CableTensionUKF:
         """Mocap position p (in I) and attitude R (body to I)."""
         space = self.filter.space
         R = np.asarray(R, dtype=float)
-        finite = np.all(np.isfinite(R))  # a NaN R makes z NaN, so that the update is refused
+        finite = np.isfinite(R).all()  # a NaN R makes z NaN, so that the update is refused
         z = np.concatenate([p, np.zeros(3) if finite else np.full(3, np.nan)])
 
         def h(X: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -519,7 +519,7 @@ class CableTensionUKF:
     ) -> bool:
         """The paper's full measurement Z (eq. 36, 18 values) in one update."""
         space, R = self.filter.space, np.asarray(R, dtype=float)
-        finite = np.all(np.isfinite(R))
+        finite = np.isfinite(R).all()
         attitude = np.zeros(3) if finite else np.full(3, np.nan)
         z = np.concatenate([p, attitude, v, Omega, xi, xi_dot])
 

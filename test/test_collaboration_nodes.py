@@ -3,12 +3,14 @@ pipeline's newest samples and estimate, and the planner's admittance mode."""
 
 from __future__ import annotations
 
+import threading
+import time
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from geometry_msgs.msg import PoseStamped, TwistStamped
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_srvs.srv import SetBool, Trigger
@@ -356,10 +358,12 @@ def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(r
         run(10)
         answer = call("balancing")
         assert answer.success, answer.message
-        at = run(40)  # the balancing reference, from the admittance's
+        at = run(40)  # the admittance's reference decelerates to rest, then the plan's
         assert mode.modes.mode == "balancing"
-        assert_bumpless(at)
+        for k in range(at, min(len(poses), len(twists)) - 1):
+            assert_bumpless(k)
         assert np.linalg.norm([t.twist.linear.x for t in twists[-5:]]) > 1e-3  # it moves
+        planner._on_estimate(estimate)  # the coordinator's next one (planning took seconds)
         assert call("admittance").success
         at = run(10)
         assert_bumpless(at)
@@ -371,3 +375,94 @@ def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(r
         executor.shutdown()
         listener.destroy_node()
         planner.destroy_node()
+
+
+@pytest.mark.timeout(180)
+def test_balancing_from_a_moving_admittance_switches_on_a_multi_threaded_executor(
+    ros_context,
+) -> None:
+    """The planner spins on rclpy's multi-threaded executor, as ``planner_node`` runs: while
+    ~/mode/balancing plans (seconds), the control ticks go on and a person pushes. The switch
+    still succeeds (the plan starts where the reference's deceleration rests, and the switch
+    waits for that tick), and the published reference moves like one tick within the limits
+    at every step (|dp| <= v_max dt, |dv| <= a_max dt at the CoM plus the lever arm)."""
+    rate, v_max, a_max, w_max, alpha_max = 50.0, 0.3, 1.0, 0.5, 2.0  # the defaults
+    lever = np.hypot(0.3, 0.1)
+    dp_max = (v_max + w_max * lever) / rate
+    dv_max = (a_max + (alpha_max + w_max**2) * lever) / rate
+    planner = PlannerNode(
+        context=ros_context,
+        parameter_overrides=[
+            Parameter("admittance_rate", value=rate),
+            Parameter("object_size", value=[0.15, 0.15, 0.3]),
+            Parameter("duration", value=2.0),
+            Parameter("max_solves", value=60),
+        ],
+    )
+    listener = Node("listener", context=ros_context)
+    twists: list[TwistStamped] = []
+    poses: list[PoseStamped] = []
+    listener.create_subscription(PoseStamped, "/planner_node/reference/pose", poses.append, 1000)
+    listener.create_subscription(TwistStamped, "/planner_node/reference/twist", twists.append, 1000)
+    executor = MultiThreadedExecutor(context=ros_context)
+    executor.add_node(planner)
+    executor.add_node(listener)
+    mode = planner.admittance
+    pose = GraspState(robot_id="robot_1", home_frame_id="world", has_pose=True)
+    pose.header.frame_id, pose.pose = "robot_1/grasp", to_pose(sp.transform(np.eye(3), [0, 0, 1]))
+    feeding = threading.Event()
+
+    def feed() -> None:  # the robots and the coordinator: a 10 N push along x
+        while not feeding.wait(0.01):
+            now = to_time(planner.get_clock().now().nanoseconds * 1e-9)
+            pose.header.stamp = now
+            push = ExternalWrench(wrench=to_wrench(np.array([0, 0, 0, 10.0, 0, 0])))
+            push.header.stamp = now
+            with mode._lock:
+                mode._on_pose(pose)
+                mode._on_wrench(push)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    feeder.start()
+    spinner.start()
+
+    def wait_for(condition, what: str) -> None:
+        deadline = time.monotonic() + 60.0
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.02)
+
+    try:
+        planner.goal = np.array([0.15, 0.05, 1.02])
+        estimate = _estimate_message(True)
+        estimate.parameters = [8.0, 0.01, -0.01, 0.08, 0, 0, 0, 0, 0, 0]
+        estimate.parameter_covariance = list((1e-6 * np.eye(10)).ravel())
+        planner._on_estimate(estimate)
+        wait_for(lambda: mode.supervisor.measured_pose() is not None, "a payload pose")
+        with mode._lock:
+            ok, message = mode.modes.admittance()
+        assert ok, message
+        wait_for(lambda: len(twists) > 20 and twists[-1].twist.linear.x > 0.05, "the push")
+        answer = mode._on_balancing(Trigger.Request(), Trigger.Response())  # ticks go on
+        assert answer.success, answer.message
+        wait_for(lambda: mode.modes.mode == "balancing", "the switch to balancing")
+        count = len(twists)
+        wait_for(lambda: len(twists) > count + 20, "the balancing reference")
+    finally:
+        feeding.set()
+        executor.shutdown()
+        feeder.join(5.0)
+        spinner.join(5.0)
+        listener.destroy_node()
+        planner.destroy_node()
+    stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in poses]
+    assert stamps == sorted(stamps)
+    for k in range(1, min(len(poses), len(twists))):
+        p0, p1 = (pose_matrix(m.pose) for m in poses[k - 1 : k + 1])
+        v0, v1 = (
+            T[:3, :3] @ [t.twist.linear.x, t.twist.linear.y, t.twist.linear.z]
+            for T, t in ((p0, twists[k - 1]), (p1, twists[k]))
+        )
+        assert np.linalg.norm(p1[:3, 3] - p0[:3, 3]) <= dp_max + 1e-9
+        assert np.linalg.norm(v1 - v0) <= dv_max + 1e-9

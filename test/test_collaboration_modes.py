@@ -183,3 +183,18 @@ def test_a_plan_slower_than_the_deceleration_starts_where_the_reference_rests() 
     run.ticks(0.2, PUSH)
     for k in range(at, len(run.refs) - 1):
         _assert_bumpless(run, k)
+
+
+def test_an_estimate_gone_invalid_stops_the_reference_without_a_jump() -> None:
+    """The safe stop of an invalid (or stale) estimate keeps the admittance's frame, the CoM
+    of the model it started with: the reference {s} decelerates from where it is instead of
+    jumping by the lever arm p_s_c (it jumped by 0.1 m here before)."""
+    run = Run()
+    assert run.modes.admittance()[0]
+    run.ticks(0.5, PUSH)
+    at = len(run.refs)
+    run.modes.supervisor.on_estimate(ModelSummary(False, reason="no payload_estimate for 5 s"))
+    run.ticks(1.0, PUSH)
+    for k in range(at, len(run.refs) - 1):
+        _assert_bumpless(run, k)
+    assert run.speed() == 0.0 and run.modes.mode == "hold"

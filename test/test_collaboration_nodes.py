@@ -16,10 +16,13 @@ from rclpy.parameter import Parameter
 from std_srvs.srv import SetBool, Trigger
 
 from inertia_estimation_ros.core import spatial as sp
+from inertia_estimation_ros.core.aerial.human_wrench import HumanWrenchEstimate
+from inertia_estimation_ros.core.aerial.team_estimation import AerialTeamEstimate
 from inertia_estimation_ros.core.cooperative.estimate import GraspFrameEstimate
 from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
 from inertia_estimation_ros.msg import ExternalWrench, GraspFrame, GraspState, PayloadEstimate
+from inertia_estimation_ros.ros.aerial_messages import to_human_wrench
 from inertia_estimation_ros.ros.conversions import (
     external_wrench_values,
     pose_matrix,
@@ -466,3 +469,63 @@ def test_balancing_from_a_moving_admittance_switches_on_a_multi_threaded_executo
         )
         assert np.linalg.norm(p1[:3, 3] - p0[:3, 3]) <= dp_max + 1e-9
         assert np.linalg.norm(v1 - v0) <= dv_max + 1e-9
+
+
+@pytest.mark.timeout(120)
+def test_an_aerial_teams_human_wrench_moves_the_planners_reference(ros_context) -> None:
+    """One admittance for ground and aerial teams: the planner configured with the aerial
+    coordinator's `human_wrench_estimate` (its `to_human_wrench` message: a 10 N pull along x
+    of the world on a payload yawed by 90 deg, so -y of the payload frame) and the payload's
+    mocap pose moves its reference along x of the world."""
+    planner = PlannerNode(
+        context=ros_context,
+        parameter_overrides=[
+            Parameter("admittance_rate", value=50.0),
+            Parameter("admittance_wrench_topic", value="/human_wrench_estimate"),
+            Parameter("admittance_pose_topic", value="/payload/pose"),
+        ],
+    )
+    team = Node("aerial_team", context=ros_context)
+    wrenches = team.create_publisher(ExternalWrench, "/human_wrench_estimate", 10)
+    mocap = team.create_publisher(PoseStamped, "/payload/pose", 10)
+    poses: list[PoseStamped] = []
+    team.create_subscription(PoseStamped, "/planner_node/reference/pose", poses.append, 100)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(planner)
+    executor.add_node(team)
+    R_w_L = sp.exp3([0.0, 0.0, np.pi / 2])
+    T_w_L = sp.transform(R_w_L, [1.0, 0.5, 1.2])
+    pull = np.array([10.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # [F_H (world); M_H (payload frame)]
+    mode = planner.admittance
+    model = _estimate_message(True)
+
+    def publish() -> None:
+        stamp = planner.get_clock().now().nanoseconds * 1e-9
+        estimate = AerialTeamEstimate(
+            stamp, ("uav_1",), np.ones(1), np.ones(1), np.zeros((1, 3)), np.zeros((1, 4, 4)),
+            HumanWrenchEstimate(pull, 0.01 * np.eye(6)), R_w_L, contact=True,
+        )  # fmt: skip
+        full, _ = to_human_wrench(estimate, "payload", (1.0, 0.2), "dynamic")
+        wrenches.publish(full)
+        planner._on_estimate(model)  # the coordinator's, current
+        pose = PoseStamped(pose=to_pose(T_w_L))
+        pose.header.stamp, pose.header.frame_id = to_time(stamp), "world"
+        mocap.publish(pose)
+
+    try:
+        planner._on_estimate(_estimate_message(True))
+        spin_until(
+            executor, lambda: (publish(), mode.supervisor.measured_pose() is not None)[1], 30
+        )
+        spin_until(executor, lambda: (publish(), mode.supervisor._wrench is not None)[1], 30)
+        with mode._lock:
+            ok, message = mode.modes.admittance()
+        assert ok, message
+        spin_until(executor, lambda: (publish(), len(poses) >= 50)[1], 60)
+    finally:
+        executor.shutdown()
+        team.destroy_node()
+        planner.destroy_node()
+    moved = pose_matrix(poses[-1].pose)[:3, 3] - pose_matrix(poses[0].pose)[:3, 3]
+    assert moved[0] > 0.01 and abs(moved[1]) < 0.1 * moved[0] and abs(moved[2]) < 0.1 * moved[0]
+    assert poses[-1].header.frame_id == "world"

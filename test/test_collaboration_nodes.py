@@ -284,20 +284,21 @@ def test_the_planner_switches_modes_by_service_and_holds_on_a_stale_estimate(ros
         planner.destroy_node()
 
 
-@pytest.mark.timeout(120)
-def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(ros_context) -> None:
-    """~/mode/balancing refuses without a goal and without a valid CoM, then plans from the
-    reference and follows the certified plan; ~/mode/admittance and ~/mode/hold take over
-    from it. Across each switch the published reference moves like one tick within the
-    limits: |dp| <= v_max dt, |dv| <= a_max dt (at the CoM; {s} adds the lever arm)."""
-    rate, v_max, a_max, w_max, alpha_max = 50.0, 0.3, 1.0, 0.5, 2.0  # the defaults
-    lever = np.hypot(0.3, 0.1)  # the admittance runs at the CoM, p_s_c of _estimate_message
-    dp_max = (v_max + w_max * lever) / rate
-    dv_max = (a_max + (alpha_max + w_max**2) * lever) / rate
+# One tick of any mode within the planner's default limits at 50 Hz moves {s} at most this
+# much: the admittance runs at the CoM, p_s_c of _estimate_message, {s} adds the lever arm.
+RATE, V_MAX, A_MAX, W_MAX, ALPHA_MAX = 50.0, 0.3, 1.0, 0.5, 2.0
+LEVER = np.hypot(0.3, 0.1)
+DP_MAX = (V_MAX + W_MAX * LEVER) / RATE
+DV_MAX = (A_MAX + (ALPHA_MAX + W_MAX**2) * LEVER) / RATE
+
+
+def _balancing_planner(ros_context, executor) -> tuple[PlannerNode, Node, list, list]:
+    """A planner with a quick balancing plan and a listener of its reference on
+    ``executor``: (planner, listener, poses, twists)."""
     planner = PlannerNode(
         context=ros_context,
         parameter_overrides=[
-            Parameter("admittance_rate", value=rate),
+            Parameter("admittance_rate", value=RATE),
             Parameter("object_size", value=[0.15, 0.15, 0.3]),
             Parameter("duration", value=2.0),
             Parameter("max_solves", value=60),
@@ -306,11 +307,32 @@ def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(r
     listener = Node("listener", context=ros_context)
     poses: list[PoseStamped] = []
     twists: list[TwistStamped] = []
-    listener.create_subscription(PoseStamped, "/planner_node/reference/pose", poses.append, 100)
-    listener.create_subscription(TwistStamped, "/planner_node/reference/twist", twists.append, 100)
-    executor = SingleThreadedExecutor(context=ros_context)
+    listener.create_subscription(PoseStamped, "/planner_node/reference/pose", poses.append, 1000)
+    listener.create_subscription(TwistStamped, "/planner_node/reference/twist", twists.append, 1000)
     executor.add_node(planner)
     executor.add_node(listener)
+    return planner, listener, poses, twists
+
+
+def _assert_one_tick(poses: list, twists: list, k: int) -> None:
+    """References k-1 -> k move like one tick within the limits."""
+    p0, p1 = (pose_matrix(m.pose) for m in poses[k - 1 : k + 1])
+    v0, v1 = (
+        T[:3, :3] @ [t.twist.linear.x, t.twist.linear.y, t.twist.linear.z]
+        for T, t in ((p0, twists[k - 1]), (p1, twists[k]))
+    )
+    assert np.linalg.norm(p1[:3, 3] - p0[:3, 3]) <= DP_MAX + 1e-9
+    assert np.linalg.norm(v1 - v0) <= DV_MAX + 1e-9
+
+
+@pytest.mark.timeout(120)
+def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(ros_context) -> None:
+    """~/mode/balancing refuses without a goal and without a valid CoM, then plans from the
+    reference and follows the certified plan; ~/mode/admittance and ~/mode/hold take over
+    from it. Across each switch the published reference moves like one tick within the
+    limits: |dp| <= v_max dt, |dv| <= a_max dt (at the CoM; {s} adds the lever arm)."""
+    executor = SingleThreadedExecutor(context=ros_context)
+    planner, listener, poses, twists = _balancing_planner(ros_context, executor)
     mode = planner.admittance
 
     def call(name: str) -> Trigger.Response:
@@ -338,13 +360,7 @@ def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(r
 
     def assert_bumpless(at: int) -> None:
         for k in (at, at + 1):
-            p = [np.array([m.pose.position.x, m.pose.position.y, m.pose.position.z])
-                 for m in poses[k - 1 : k + 1]]  # fmt: skip
-            v = [pose_matrix(m.pose)[:3, :3] @ [t.twist.linear.x, t.twist.linear.y,
-                 t.twist.linear.z] for m, t in zip(poses[k - 1 : k + 1], twists[k - 1 : k + 1],
-                 strict=True)]  # fmt: skip
-            assert np.linalg.norm(p[1] - p[0]) <= dp_max + 1e-9
-            assert np.linalg.norm(v[1] - v[0]) <= dv_max + 1e-9
+            _assert_one_tick(poses, twists, k)
 
     try:
         feed()
@@ -389,27 +405,8 @@ def test_balancing_from_a_moving_admittance_switches_on_a_multi_threaded_executo
     still succeeds (the plan starts where the reference's deceleration rests, and the switch
     waits for that tick), and the published reference moves like one tick within the limits
     at every step (|dp| <= v_max dt, |dv| <= a_max dt at the CoM plus the lever arm)."""
-    rate, v_max, a_max, w_max, alpha_max = 50.0, 0.3, 1.0, 0.5, 2.0  # the defaults
-    lever = np.hypot(0.3, 0.1)
-    dp_max = (v_max + w_max * lever) / rate
-    dv_max = (a_max + (alpha_max + w_max**2) * lever) / rate
-    planner = PlannerNode(
-        context=ros_context,
-        parameter_overrides=[
-            Parameter("admittance_rate", value=rate),
-            Parameter("object_size", value=[0.15, 0.15, 0.3]),
-            Parameter("duration", value=2.0),
-            Parameter("max_solves", value=60),
-        ],
-    )
-    listener = Node("listener", context=ros_context)
-    twists: list[TwistStamped] = []
-    poses: list[PoseStamped] = []
-    listener.create_subscription(PoseStamped, "/planner_node/reference/pose", poses.append, 1000)
-    listener.create_subscription(TwistStamped, "/planner_node/reference/twist", twists.append, 1000)
     executor = MultiThreadedExecutor(context=ros_context)
-    executor.add_node(planner)
-    executor.add_node(listener)
+    planner, listener, poses, twists = _balancing_planner(ros_context, executor)
     mode = planner.admittance
     pose = GraspState(robot_id="robot_1", home_frame_id="world", has_pose=True)
     pose.header.frame_id, pose.pose = "robot_1/grasp", to_pose(sp.transform(np.eye(3), [0, 0, 1]))
@@ -462,13 +459,7 @@ def test_balancing_from_a_moving_admittance_switches_on_a_multi_threaded_executo
     stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in poses]
     assert stamps == sorted(stamps)
     for k in range(1, min(len(poses), len(twists))):
-        p0, p1 = (pose_matrix(m.pose) for m in poses[k - 1 : k + 1])
-        v0, v1 = (
-            T[:3, :3] @ [t.twist.linear.x, t.twist.linear.y, t.twist.linear.z]
-            for T, t in ((p0, twists[k - 1]), (p1, twists[k]))
-        )
-        assert np.linalg.norm(p1[:3, 3] - p0[:3, 3]) <= dp_max + 1e-9
-        assert np.linalg.norm(v1 - v0) <= dv_max + 1e-9
+        _assert_one_tick(poses, twists, k)
 
 
 @pytest.mark.timeout(120)

@@ -9,8 +9,10 @@ the wrench the cables apply about its origin, in {b}, moment first (``core/spati
 Y(V, dV, g) theta (``body_regressor``) for the body twist V = (Omega, R^T v), its derivative
 dV = (Omega_dot, R^T a - Omega x R^T v) and gravity g = R^T (0, 0, -g). Each sample's rows are
 whitened by the tensions' covariance (the UKFs') plus, to first order, the payload's filtered
-acceleration's (its covariance through the spatial inertia of a linearization point: the
-motion filter's lag biased the CoM's height by 2-4 cm, 3-5 sigma, in MuJoCo flights). Both
+acceleration's (its covariance through the spatial inertia of a linearization point: taken
+as exact, it biased the CoM's height by 2-4 cm, 3-5 sigma, in MuJoCo flights); the online
+identification pairs each sample's tensions with the accelerations of their instant (the
+filter's are the truth delayed, ``PayloadMotionFilter.lag``). Both
 the UKFs' tensions and the filtered motion are correlated in time, so that the samples are
 not independent: the stated covariance adds what the scores of consecutive clusters of
 samples disagree beyond the noise model (Newey-West, ``score_overdispersion``, as the ground

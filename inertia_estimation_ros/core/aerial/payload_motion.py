@@ -15,7 +15,7 @@ same instant (the in-flight identification) reads it ``lag`` later.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from math import factorial
 
 import numpy as np
@@ -34,13 +34,16 @@ class PayloadMotionNoise:
     rate: float = 2e-2
 
 
+@lru_cache(maxsize=64)
 def _transition(order: int, q: float, dt: float) -> tuple[np.ndarray, np.ndarray]:
-    """F and Q of the white-``order``-th-derivative model over dt (q: its spectral density)."""
+    """F and Q of the white-``order``-th-derivative model over dt (q: its spectral density),
+    read-only (cached: mocap comes at a few fixed steps)."""
     F = np.array([[dt ** (j - i) / factorial(j - i) if j >= i else 0.0 for j in range(order)]
                   for i in range(order)])  # fmt: skip
     powers = np.add.outer(np.arange(order, 0, -1), np.arange(order, 0, -1)) - 1
     scale = np.outer(F[:, -1], F[:, -1])  # dt^(a+b) / (a! b!) of the last column
     Q = q * scale * dt / powers
+    F.flags.writeable = Q.flags.writeable = False
     return F, Q
 
 

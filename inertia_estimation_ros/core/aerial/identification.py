@@ -9,8 +9,10 @@ the wrench the cables apply about its origin, in {b}, moment first (``core/spati
 Y(V, dV, g) theta (``body_regressor``) for the body twist V = (Omega, R^T v), its derivative
 dV = (Omega_dot, R^T a - Omega x R^T v) and gravity g = R^T (0, 0, -g). Each sample's rows are
 whitened by the tensions' covariance (the UKFs') plus, to first order, the payload's filtered
-acceleration's (its covariance through the spatial inertia of a linearization point: the
-motion filter's lag biased the CoM's height by 2-4 cm, 3-5 sigma, in MuJoCo flights). Both
+acceleration's (its covariance through the spatial inertia of a linearization point: taken
+as exact, it biased the CoM's height by 2-4 cm, 3-5 sigma, in MuJoCo flights); the online
+identification pairs each sample's tensions with the accelerations of their instant (the
+filter's are the truth delayed, ``PayloadMotionFilter.lag``). Both
 the UKFs' tensions and the filtered motion are correlated in time, so that the samples are
 not independent: the stated covariance adds what the scores of consecutive clusters of
 samples disagree beyond the noise model (Newey-West, ``score_overdispersion``, as the ground
@@ -24,6 +26,7 @@ a ``TeamEstimate`` (msg/PayloadEstimate) and as the parameters of the human-wren
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -191,9 +194,16 @@ class OnlinePayloadIdentification:
     touches the payload, ``solve`` (periodically) for a ``TeamEstimate`` in L (the payload's
     mocap frame, the robots' "grasps" at their attach points) and the parameters to use:
     identified where valid by the thresholds of ``EstimatorSettings``, the description
-    elsewhere."""
+    elsewhere. Each sample pairs an estimate's tensions with the motion of its instant (the
+    filtered accelerations ``motion.lag`` later, interpolated; none across a gap in the
+    samples longer than ``max_gap`` [s])."""
 
-    def __init__(self, model: AerialTeamModel, settings: EstimatorSettings | None = None):
+    def __init__(
+        self,
+        model: AerialTeamModel,
+        settings: EstimatorSettings | None = None,
+        max_gap: float = 0.05,
+    ):
         self.model = model
         self.settings = settings or EstimatorSettings()
         self.nominal = InertialParameters.from_mass_com_inertia(
@@ -204,22 +214,56 @@ class OnlinePayloadIdentification:
         )
         self.information = prior_information(self.nominal)
         self.stamp = -np.inf
+        self.max_gap = float(max_gap)
+        self.dropped = 0  # samples whose motion had a gap (contact, degraded sources)
+        self._pending: deque = deque()  # (estimate, velocity, Omega) awaiting their motion
+        self._motion: deque = deque()  # (stamp, (accel, Omega_dot), covariance)
 
     @property
     def samples(self) -> int:
         return self.identification.data.n_rows // 6
 
     def add(self, estimate: AerialTeamEstimate, motion: PayloadMotionFilter) -> bool:
-        """One sample of a valid estimate with the payload's filtered motion; False if there
-        was none to take."""
+        """A valid estimate with the payload's filtered motion; False if there was none to
+        take. Its sample is formed once the motion filter's accelerations of its instant
+        have arrived, ``motion.lag`` later (paired as they stand, the accelerations of
+        51 ms earlier biased the CoM's height by about one sigma)."""
         if not (estimate.valid and motion.ready) or estimate.stamp <= self.stamp:
             return False
-        self.identification.add(
-            estimate.payload_R, estimate.tension, estimate.xi, estimate.cable_covariance,
-            motion.velocity, motion.accel, motion.Omega, motion.Omega_dot, motion.covariance,
-        )  # fmt: skip
         self.stamp = estimate.stamp
+        self._motion.append(
+            (estimate.stamp, np.r_[motion.accel, motion.Omega_dot], motion.covariance)
+        )
+        self._pending.append((estimate, motion.velocity, motion.Omega))
+        self._release(motion.lag)
         return True
+
+    def _release(self, lag: tuple[float, float]) -> None:
+        """The samples whose accelerations are in (interpolated in time); those whose
+        neighbours are further apart than ``max_gap`` are dropped."""
+        times = np.array([m[0] for m in self._motion])
+        while self._pending and self._pending[0][0].stamp + max(lag) <= times[-1] + 1e-9:
+            estimate, v, Omega = self._pending.popleft()
+            at = estimate.stamp + np.repeat(lag, 3)
+            right = np.minimum(np.searchsorted(times, at - 1e-9), len(times) - 1)
+            left = np.maximum(right - 1, 0)
+            if np.any(times[right] - times[left] > self.max_gap):
+                self.dropped += 1
+                continue
+            span = np.where(right > left, times[right] - times[left], 1.0)
+            share = np.clip((at - times[left]) / span, 0.0, 1.0)
+            rows = np.arange(6)
+            lower = np.array([self._motion[k][1] for k in left])[rows, rows]
+            upper = np.array([self._motion[k][1] for k in right])[rows, rows]
+            accelerations = lower + share * (upper - lower)
+            self.identification.add(
+                estimate.payload_R, estimate.tension, estimate.xi, estimate.cable_covariance,
+                v, accelerations[:3], Omega, accelerations[3:], self._motion[right[0]][2],
+            )  # fmt: skip
+        while len(self._motion) > 1 and (
+            not self._pending or self._motion[1][0] <= self._pending[0][0].stamp
+        ):
+            self._motion.popleft()
 
     def solve(self) -> tuple[TeamEstimate, InertialParameters]:
         """(the estimate for msg/PayloadEstimate, the parameters for the human wrench)."""

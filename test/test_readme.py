@@ -53,6 +53,7 @@ def test_every_readme_command_runs_in_a_fresh_folder(tmp_path):
     assert (tmp_path / "runs/first/bag/metadata.yaml").exists()
     assert (tmp_path / "runs/first/report/report.md").exists()
     assert "/coordinator_node" in out  # bringup --check listed the graph
+    assert "CERTIFIED" in out and (tmp_path / "runs/plan.npz").exists()
 
 
 def test_the_readme_names_every_node_and_links_only_existing_files():

@@ -1,7 +1,8 @@
 """The README works as written (issue 18): every command of its ``bash`` blocks runs in a
 fresh folder with the installed tools (``make setup`` put them in the venv; CI runs this on a
 fresh clone), and the README names every node. ``text`` blocks are for a ROS 2 install, a
-live robot or minutes of running (``make demo`` is tested by test_demo.py)."""
+live robot or minutes of running (``make demo`` is tested by test_demo.py): their graphs,
+launch files and flags are checked without running."""
 
 from __future__ import annotations
 

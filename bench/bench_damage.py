@@ -34,7 +34,6 @@ from inertia_estimation_ros.sim.topics import write_simulation_bag  # noqa: E402
 
 SCENARIOS = ROOT / "config" / "scenarios"
 KINDS = {"grasps": ("T_s_",), "mass, CoM": ("mass", "CoM"), "inertia": ("I", "principal")}
-DEMO_STAGES = ((0.0, 20.0, "0-20 s (human-guided)"), (20.0, 40.0, "20-40 s (static holds)"))
 
 
 def kind_of(name: str) -> str:
@@ -86,24 +85,37 @@ def damage_table(seeds: int) -> None:
             print(coverage_row(f"  {kind}", [v for v in values if kind_of(v[1]) == kind]))
 
 
+def demo_stages(phases: list) -> list[tuple[str, float, float]]:
+    """The protocol's stages: each run of phases of one program, with its span [s]."""
+    stages: list[tuple[str, float, float]] = []
+    for phase in phases:
+        if stages and stages[-1][0] == phase.program:
+            stages[-1] = (phase.program, stages[-1][1], phase.end)
+        else:
+            stages.append((phase.program, phase.start, phase.end))
+    return stages
+
+
 def demo_table() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         bag = Path(scratch) / "demo"
-        write_simulation_bag(run_scenario(SCENARIOS / "paper000_demo.yaml", seed=0), bag)
+        simulation = run_scenario(SCENARIOS / "paper000_demo.yaml", seed=0)
+        write_simulation_bag(simulation, bag)
         result = estimate_bag(bag, period=1.0)
     truth = quantities(result.truth).mass[0]
     points = [(q.stamp, q.mass) for q in map(quantities, result.history) if q.mass]
     print(f"\ndemo (paper000_demo, seed 0): mass {truth:.4f} kg; the estimate every second")
-    print(f"{'stage':28s} solves  mass range [kg]     within 1 sigma  mean z^2")
-    start = min(t for t, _ in points)
-    for low, high, label in (*DEMO_STAGES, (40.0, np.inf, "40 s - end (inertia trials)")):
-        part = [(m, s) for t, (m, s) in points if low <= t - start + 1.0 < high]
+    print(f"{'stage (simulated time)':30s} solves  mass range [kg]     within 1 sigma  mean z^2")
+    for program, low, high in demo_stages(simulation.phases):
+        part = [(m, s) for t, (m, s) in points if low < t <= high]
+        label = f"{low:.1f}-{high:.1f} s ({program})"
         if not part:
+            print(f"{label:30s} {0:6d}  (no valid mass yet)")
             continue
         z = np.array([(m - truth) / s for m, s in part])
         masses = [m for m, _ in part]
         print(
-            f"{label:28s} {len(part):6d}  {min(masses):.3f}-{max(masses):.3f}   "
+            f"{label:30s} {len(part):6d}  {min(masses):.3f}-{max(masses):.3f}   "
             f"{100 * np.mean(np.abs(z) < 1):10.1f} %  {np.mean(z**2):8.2f}"
         )
 

@@ -6,8 +6,8 @@ all on the bag's time (use_sim_time).
 
 The player publishes /clock from the bag's log time. Topics the graph's own nodes publish
 (each robot's grasp_state, ..., and a recorded /clock) are replayed under /recorded/... so
-that they do not mix with the live ones. Without ROS: ``inertia_estimation replay <bag>``
-with ``bringup replay.yaml --use-sim-time``.
+that they do not mix with the live ones. Without ROS: ``inertia_estimation replay <bag>
+--graph replay.yaml`` (which leaves those topics out) with ``bringup replay.yaml --use-sim-time``.
 """
 
 from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction

@@ -36,6 +36,17 @@ def test_the_index_lists_the_current_sections():
     )
 
 
+def test_every_section_was_written_by_its_run():
+    """No table is pasted by hand: each section starts as ``doc_page`` writes it."""
+    for page in sorted((ROOT / "docs" / "benchmarks").glob("*.md")):
+        if page.name == "index.md":
+            continue
+        for command, section in doc_page.sections_of(page.read_text()).items():
+            assert section.split("\n\n")[1].startswith("Written on "), (
+                f"{page.name}: run `{command}` to replace its hand-copied section"
+            )
+
+
 def _run(folder: Path, argv: list[str], printed: str, monkeypatch) -> str:
     monkeypatch.setattr(sys, "argv", argv)
     with doc_page.benchmark_page("demo", folder):

@@ -94,9 +94,10 @@ COMPAT_TESTS := test/test_spatial.py test/test_regressor.py \
 	test/test_cooperative_kinematics.py test/test_cooperative_dynamics.py \
 	test/test_sim_payload.py test/test_gazebo_assets.py test/test_robot_kinematics.py \
 	test/test_conversions.py test/test_messages_dds.py test/test_coordinator.py \
-	test/test_services.py test/test_parameters_runtime.py
-# test_coordinator_node.py and test_namespaces.py pass alone on numpy 1.26 but their live
-# coordinators gave no estimate after the other compat tests in one run (issue 17 stays open).
+	test/test_services.py test/test_parameters_runtime.py test/test_coordinator_node.py \
+	test/test_namespaces.py
+# The live-coordinator tests stream one pass at the coordinator's own pace (flow control in
+# test/coordinator_graph.py): a fixed-rate looping stream failed them on a starved machine.
 
 $(COMPAT)/bin/python:
 	$(PYTHON) -m venv $(COMPAT)

@@ -1,7 +1,8 @@
 """A real rclpy graph for the coordinator's node tests: the coordinator as its own process
 (``coordinator_node`` with a parameter file), and in the test's process a listener and a team
 publisher streaming exact GraspState samples (sim.analytic) over DDS from its own thread,
-faster than real time, stamped on the robots' clocks."""
+faster than real time, stamped on the robots' clocks; with ``consumed`` the stream waits for
+its receiver (flow control), so that a starved process slows the stream, never cuts it."""
 
 from __future__ import annotations
 
@@ -30,6 +31,11 @@ from inertia_estimation_ros.ros.runtime import NodeGroup
 ROOT = Path(__file__).resolve().parents[1]
 
 SPEED = 4.0  # simulated seconds per wall-clock second
+# Instants a flow-controlled stream runs ahead of its receiver: 0.5 s of the robots' stamps,
+# so no robot falls robot_timeout (1 s) behind the others however the executor orders their
+# callbacks (400 let robot_3 be reported silent), and well within the coordinator's DDS history
+# (GRASP_QOS, 1000 samples per robot): none is ever dropped.
+WINDOW = 50
 PARAMETERS = {
     "robots": list(ROBOTS),
     "reference_robot": "robot_1",
@@ -87,7 +93,9 @@ class TeamPublisher:
     """Streams instants of ``messages`` (every robot not in ``silent``) in a thread; ``edit``
     may replace or add messages per instant: edit(k, robot, msg) -> list of messages. With
     ``loop`` it starts again at the end: the clock jumps back, or with ``continuous`` the stamps
-    of each new pass go on after the last one (a stream that never ends)."""
+    of each new pass go on after the last one (a stream that never ends). With ``consumed``
+    (instants the receiver has taken, e.g. ``accepted_instants(coordinator)``) it stays at most
+    ``window`` instants ahead: the pace of the slower of SPEED and the receiver."""
 
     node: Node
     messages: list
@@ -95,13 +103,17 @@ class TeamPublisher:
     edit: Callable | None = None
     loop: bool = False
     continuous: bool = False
+    consumed: Callable[[], int] | None = None
+    window: int = WINDOW
+    prefix: str = ""  # a team's namespace, e.g. "/team_a"
 
     def __post_init__(self) -> None:
         self.publishers = {
-            r: self.node.create_publisher(GraspState, f"/{r}/grasp_state", SENSOR_QOS)
+            r: self.node.create_publisher(GraspState, f"{self.prefix}/{r}/grasp_state", SENSOR_QOS)
             for r in ROBOTS
         }
         self.published = 0
+        self.sent = 0  # instants published over every pass
         self.passes = 0  # complete passes through ``messages`` (each one a clock jump back)
         self.stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -121,6 +133,8 @@ class TeamPublisher:
             delay = start + k / (100.0 * SPEED) - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
+            if not self._receiver_caught_up():
+                continue
             for rid, msg in self.messages[k].items():
                 if rid in self.silent:
                     continue
@@ -128,6 +142,16 @@ class TeamPublisher:
                 for out in self.edit(k, rid, msg) if self.edit else [msg]:
                     self.publishers[rid].publish(out)
             self.published = k = k + 1
+            self.sent += 1
+
+    def _receiver_caught_up(self) -> bool:
+        """Wait (up to 0.1 s) until the receiver is within ``window`` instants."""
+        deadline = time.monotonic() + 0.1
+        while self.consumed is not None and self.consumed() + self.window <= self.sent:
+            if time.monotonic() > deadline or self.stop.is_set():
+                return False
+            time.sleep(0.02)
+        return True
 
     def _restamped(self, msg: GraspState) -> GraspState:
         """``msg`` on the continuous clock: each pass shifted by the stream's span plus one
@@ -144,6 +168,12 @@ class TeamPublisher:
     def join(self) -> None:
         self.stop.set()
         self._thread.join(10.0)
+
+
+def accepted_instants(coordinator: Node) -> Callable[[], int]:
+    """Instants an in-process coordinator has taken: its fewest samples accepted of a robot."""
+    pipeline = coordinator.pipeline
+    return lambda: min(pipeline.accepted[r] for r in pipeline.robot_ids)
 
 
 def stamp_ns(instant: dict[str, GraspState]) -> int:

@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import pytest
 import rclpy
-from coordinator_graph import Listener, TeamPublisher, start, team_messages, wait_for
+from coordinator_graph import (
+    Listener,
+    TeamPublisher,
+    accepted_instants,
+    start,
+    team_messages,
+    wait_for,
+)
 from geometry_msgs.msg import TransformStamped
 from rclpy.context import Context
 from rclpy.node import Node
@@ -18,7 +25,7 @@ from test_readme_nodes import assert_matches, introspect
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
-from inertia_estimation_ros.msg import PayloadEstimate
+from inertia_estimation_ros.msg import GraspState, PayloadEstimate
 from inertia_estimation_ros.ros.interface import LATCHED_QOS, RELIABLE_QOS
 from inertia_estimation_ros.ros.nodes.coordinator_node import CoordinatorNode
 from inertia_estimation_ros.ros.parameters import ParameterError
@@ -121,15 +128,15 @@ def test_services_tf_and_markers_over_dds(context):
         name: client_node.create_client(Trigger, f"/coordinator_node/{name}") for name in SERVICES
     }
     group = start(context, coordinator, listener, client_node)
-    publisher = TeamPublisher(Node("team", context=context), team_messages(), loop=True)
+    # One pass, as fast as the coordinator takes it: a starved process slows it, never cuts it.
+    team = Node("team", context=context)
+    publisher = TeamPublisher(team, team_messages(), consumed=accepted_instants(coordinator))
     try:
         empty = call(clients["estimate_now"])
         assert not empty.success and "stage WAITING" in empty.message
         publisher.start()
-        assert wait_for(lambda: listener.estimates and listener.estimates[-1].inertia_valid, 60)
-        publisher.loop = False  # this pass is the last: no clock jump back before estimate_now
-        assert wait_for(lambda: publisher.published == len(publisher.messages), 30)
-        assert wait_for(lambda: listener.estimates[-1].inertia_valid, 30)
+        assert wait_for(lambda: publisher.published == len(publisher.messages), 120)
+        assert wait_for(lambda: listener.estimates and listener.estimates[-1].inertia_valid, 30)
         assert wait_for(lambda: "payload/principal_axes" in parents, 30)
         assert parents["payload"] == "robot_1/grasp"
         estimated = {f"payload/grasp_{r}" for r in ROBOTS} | {"payload/principal_axes"}
@@ -150,3 +157,27 @@ def test_services_tf_and_markers_over_dds(context):
     finally:
         publisher.join()
         group.stop()
+
+
+def test_a_flow_controlled_stream_stays_within_its_window_of_the_receiver(context):
+    """The live tests' stream waits for its receiver: never more than ``window`` instants
+    ahead of what it has taken, and on as soon as it takes more (no sample lost to a starved
+    receiver, no pass cut short)."""
+    taken, ahead = [0], []
+
+    def consumed() -> int:
+        ahead.append(publisher.sent - taken[0])
+        return taken[0]
+
+    instants = [{r: GraspState() for r in ROBOTS}] * 60
+    publisher = TeamPublisher(Node("team", context=context), instants, consumed=consumed, window=20)
+    publisher.start()
+    try:
+        assert wait_for(lambda: publisher.published == 20, 30)
+        assert wait_for(lambda: len(ahead) > 25, 30)  # it has asked again and again: it waits
+        assert publisher.published == 20
+        taken[0] = 40
+        assert wait_for(lambda: publisher.published == 60, 30)
+        assert max(ahead) == 20
+    finally:
+        publisher.join()

@@ -6,7 +6,6 @@ remapping in the graph config alone (real rclpy over DDS; hard timeouts, no time
 from __future__ import annotations
 
 import copy
-import threading
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 import rclpy
 import yaml
 from coordinator_data import ROBOTS, team_session
-from coordinator_graph import start, wait_for
+from coordinator_graph import TeamPublisher, accepted_instants, start, wait_for
 from geometry_msgs.msg import WrenchStamped
 from rclpy.context import Context
 from rclpy.node import Node
@@ -64,27 +63,6 @@ def team_streams(force_scale: float) -> list[dict[str, GraspState]]:
     return instants
 
 
-def stream(node: Node, prefix: str, instants: list, stop: threading.Event) -> threading.Thread:
-    """Publish the instants on ``<prefix>/<robot>/grasp_state`` at 400 samples/s, looping."""
-    publishers = {
-        r: node.create_publisher(GraspState, f"{prefix}/{r}/grasp_state", SENSOR_QOS)
-        for r in ROBOTS
-    }
-
-    def run() -> None:
-        while not stop.is_set():
-            for instant in instants:
-                if stop.is_set():
-                    return
-                for r, msg in instant.items():
-                    publishers[r].publish(msg)
-                time.sleep(1.0 / 400.0)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
-
-
 @pytest.mark.timeout(240)
 def test_two_teams_under_their_namespaces_estimate_independently(tmp_path):
     config = write(
@@ -113,21 +91,31 @@ def test_two_teams_under_their_namespaces_estimate_independently(tmp_path):
         "/team_a/coordinator_node",
         "/team_b/coordinator_node",
     ]
-    publisher = Node("teams", context=context)
-    spinner = start(context, listener, publisher)
-    stop = threading.Event()
-    threads = [stream(publisher, team, team_streams(scale), stop) for team, scale in teams.items()]
+    node = Node("teams", context=context)
+    spinner = start(context, listener, node)
+    # One pass per team, as fast as its coordinator takes it (a starved process slows the
+    # streams, never cuts them).
+    publishers = [
+        TeamPublisher(
+            node, team_streams(scale), prefix=team, consumed=accepted_instants(coordinator)
+        )
+        for (team, scale), (coordinator,) in zip(
+            teams.items(), [g.nodes for g in groups], strict=True
+        )
+    ]
+    for publisher in publishers:
+        publisher.start()
     mass = an.paper_payload().mass
     try:
-        assert wait_for(lambda: all(e and e[-1].mass_valid for e in estimates.values()), 150), {
+        assert wait_for(lambda: all(p.published == len(p.messages) for p in publishers), 120)
+        assert wait_for(lambda: all(e and e[-1].mass_valid for e in estimates.values()), 30), {
             t: [m.stage for m in e[-1:]] for t, e in estimates.items()
         }
         for team, scale in teams.items():
             assert estimates[team][-1].inertia.m == pytest.approx(scale * mass, rel=0.02)
     finally:
-        stop.set()
-        for thread in threads:
-            thread.join(5.0)
+        for publisher in publishers:
+            publisher.join()
         for group in groups:
             group.stop()
         spinner.stop()

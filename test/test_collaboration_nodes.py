@@ -296,6 +296,9 @@ def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(r
             Parameter("object_size", value=[0.15, 0.15, 0.3]),
             Parameter("duration", value=2.0),
             Parameter("max_solves", value=60),
+            # the one estimate of the test must not go stale (5 s by default) while a loaded
+            # machine plans and feeds: staleness has its own test above
+            Parameter("admittance_estimate_timeout", value=600.0),
         ],
     )
     listener = Node("listener", context=ros_context)

@@ -155,6 +155,11 @@ class Probe:
         self.node.destroy_node()
 
 
+# [s] for a bringup of sim_test.yaml to end: each process imports rclpy, numpy and MuJoCo
+# first; in a fresh-clone CI at load 25-38 the --processes run took more than 120 s
+ENDS_WITHIN = 200.0
+
+
 def run_bringup(ros_context, *arguments: str, interrupt: bool = False) -> tuple[int, str, Probe]:
     """Run bringup as a child process with a probe listening; with ``interrupt``, Ctrl-C it
     once every robot has published. Returns its exit code, its output and the probe."""
@@ -165,7 +170,9 @@ def run_bringup(ros_context, *arguments: str, interrupt: bool = False) -> tuple[
         if interrupt:
             assert probe.until(lambda: all(probe.counts[r] > 20 for r in ROBOTS), 90)
             process.send_signal(signal.SIGINT)
-        assert probe.until(lambda: process.poll() is not None, 120), "bringup did not end"
+        if not probe.until(lambda: process.poll() is not None, ENDS_WITHIN):
+            process.kill()
+            pytest.fail(f"bringup did not end in {ENDS_WITHIN} s:\n{process.stdout.read()}")
         return process.returncode, process.stdout.read(), probe
     finally:
         if process.poll() is None:
@@ -179,7 +186,7 @@ def assert_clean(code: int, output: str) -> None:
         assert trouble not in output, output
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_bringup_runs_the_simulation_graph_to_its_end_in_one_process(ros_context):
     code, output, probe = run_bringup(ros_context, "sim_test.yaml")
     assert_clean(code, output)
@@ -189,7 +196,7 @@ def test_bringup_runs_the_simulation_graph_to_its_end_in_one_process(ros_context
     assert {f"/{r}/robot_node" for r in ROBOTS} <= set(probe.levels)
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_bringup_runs_each_node_as_its_own_process(ros_context):
     code, output, probe = run_bringup(ros_context, "sim_test.yaml", "--processes")
     assert_clean(code, output)
@@ -197,7 +204,7 @@ def test_bringup_runs_each_node_as_its_own_process(ros_context):
     assert probe.kept_most(), (probe.counts, probe.published)
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 def test_ctrl_c_stops_the_graph_cleanly(ros_context, tmp_path):
     config = config_file(tmp_path, exit_when_done=False, real_time_factor=1.0)
     code, output, _ = run_bringup(ros_context, str(config), interrupt=True)

@@ -142,8 +142,8 @@ def handle_in_world(T_w_s: np.ndarray, T_P_s: np.ndarray) -> np.ndarray:
     return (T_w_s @ sp.inverse(T_P_s) @ np.r_[HANDLE_P, 1.0])[:3]
 
 
-@pytest.mark.closed_loop  # not in `make test`: failed 1 of 2 fresh-clone CI runs (issue 14)
-@pytest.mark.timeout(300)
+@pytest.mark.closed_loop  # in `make test`; alone: `make test-loop`
+@pytest.mark.timeout(900)
 def test_a_person_moves_the_payload_through_the_nodes_and_the_robots_hold_without_them(
     tmp_path,
 ) -> None:
@@ -155,7 +155,9 @@ def test_a_person_moves_the_payload_through_the_nodes_and_the_robots_hold_withou
     group = NodeGroup([probe], context, "single").start()
     children = start_children(graph_file(tmp_path), tmp_path / "graph.log")
     try:
-        wait_for(lambda: "collaborate" in probe.phase, 240, "the collaborate phase", children)
+        # Outcomes, not timings: the simulation runs as fast as a loaded machine lets it
+        # (~5 CPU s per simulated second for the seven processes); a node that dies fails.
+        wait_for(lambda: "collaborate" in probe.phase, 600, "the collaborate phase", children)
         wait_for(probe.valid, 60, f"a valid estimate ({probe.describe()})")
         lags = [now - stamp for stamp, now in probe.wrenches[-50:]]
         print(

@@ -93,18 +93,22 @@ def test_switches_are_bumpless_and_follow_the_plan() -> None:
     run.ticks(1.0, PUSH)
     assert run.modes.mode == "admittance" and run.speed() > 0.2
 
-    start = run.modes.planning_start()  # balancing from the moving reference
-    ref = run.modes.reference
-    assert np.allclose(plan_reference(_fake_plan(start), 0.0, np.eye(4))[1], ref.V_s, atol=1e-12)
+    start = run.modes.planning_start()  # balancing from where the moving reference rests
+    assert run.modes.mode == "hold" and not start.rates.any()
     outcome = _plan(start)
     assert outcome.certified
     assert np.allclose(outcome.plan.X[0, :12], np.concatenate([start.q, start.rates[:6]]))
     at = len(run.refs)
+    run.ticks(DT)  # the reference decelerates while the planner works
     ok, message = run.modes.start_balancing(outcome.plan, start, outcome.certified)
-    assert ok, message
+    assert ok and "once the reference has decelerated to rest" in message, message
     run.ticks(1.0, PUSH)
-    _assert_bumpless(run, at)
+    for k in range(at, len(run.refs) - 1):
+        _assert_bumpless(run, k)
     assert run.modes.mode == "balancing"
+    T_w_s, V_s = plan_reference(outcome.plan, 0.0, np.eye(4))
+    rest = next(r for r in run.refs[at:] if not np.any(r.V_s))  # the switch's tick
+    assert np.allclose(rest.T_w_s, T_w_s, atol=1e-9) and not V_s.any()
 
     at = len(run.refs)
     assert run.modes.admittance()[0]  # admittance from the plan's current state
@@ -154,6 +158,43 @@ def test_refusals_name_their_cause() -> None:
     ok, message = run.modes.start_balancing(None, start, False, "plan not certified: lengthen")
     assert not ok and "no certified plan (plan not certified" in message
     plan = _fake_plan(start)
-    run.ticks(0.3, PUSH)  # the admittance moved on meanwhile: the plan would jump
+    assert run.modes.admittance()[0]  # the person takes over again while planning
+    run.ticks(0.3, PUSH)
     ok, message = run.modes.start_balancing(plan, start, True)
     assert not ok and "moved while planning" in message and run.modes.mode == "admittance"
+
+
+def test_a_plan_slower_than_the_deceleration_starts_where_the_reference_rests() -> None:
+    """A multi-threaded executor ticks on while the planner works: the plan, from the state
+    planning_start predicted, still starts exactly at the reference (here the ticks of 1 s
+    of planning, the deceleration at rest after 0.3 s at most)."""
+    run = Run()
+    assert run.modes.admittance()[0]
+    run.ticks(1.0, PUSH)
+    assert run.speed() > 0.2
+    start = run.modes.planning_start()
+    at = len(run.refs)
+    run.ticks(1.0, PUSH)  # planning: the person still pushes, the reference rests regardless
+    assert run.speed() == 0.0 and run.modes.mode == "hold"
+    plan = _fake_plan(start)
+    assert np.allclose(plan_reference(plan, 0.0, np.eye(4))[0], run.refs[-1].T_w_s, atol=1e-9)
+    ok, message = run.modes.start_balancing(plan, start, True)
+    assert ok and run.modes.mode == "balancing", message
+    run.ticks(0.2, PUSH)
+    for k in range(at, len(run.refs) - 1):
+        _assert_bumpless(run, k)
+
+
+def test_an_estimate_gone_invalid_stops_the_reference_without_a_jump() -> None:
+    """The safe stop of an invalid (or stale) estimate keeps the admittance's frame, the CoM
+    of the model it started with: the reference {s} decelerates from where it is instead of
+    jumping by the lever arm p_s_c (it jumped by 0.1 m here before)."""
+    run = Run()
+    assert run.modes.admittance()[0]
+    run.ticks(0.5, PUSH)
+    at = len(run.refs)
+    run.modes.supervisor.on_estimate(ModelSummary(False, reason="no payload_estimate for 5 s"))
+    run.ticks(1.0, PUSH)
+    for k in range(at, len(run.refs) - 1):
+        _assert_bumpless(run, k)
+    assert run.speed() == 0.0 and run.modes.mode == "hold"

@@ -3,21 +3,26 @@ pipeline's newest samples and estimate, and the planner's admittance mode."""
 
 from __future__ import annotations
 
+import threading
+import time
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from geometry_msgs.msg import PoseStamped, TwistStamped
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_srvs.srv import SetBool, Trigger
 
 from inertia_estimation_ros.core import spatial as sp
+from inertia_estimation_ros.core.aerial.human_wrench import HumanWrenchEstimate
+from inertia_estimation_ros.core.aerial.team_estimation import AerialTeamEstimate
 from inertia_estimation_ros.core.cooperative.estimate import GraspFrameEstimate
 from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
 from inertia_estimation_ros.msg import ExternalWrench, GraspFrame, GraspState, PayloadEstimate
+from inertia_estimation_ros.ros.aerial_messages import to_human_wrench
 from inertia_estimation_ros.ros.conversions import (
     external_wrench_values,
     pose_matrix,
@@ -279,20 +284,21 @@ def test_the_planner_switches_modes_by_service_and_holds_on_a_stale_estimate(ros
         planner.destroy_node()
 
 
-@pytest.mark.timeout(120)
-def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(ros_context) -> None:
-    """~/mode/balancing refuses without a goal and without a valid CoM, then plans from the
-    reference and follows the certified plan; ~/mode/admittance and ~/mode/hold take over
-    from it. Across each switch the published reference moves like one tick within the
-    limits: |dp| <= v_max dt, |dv| <= a_max dt (at the CoM; {s} adds the lever arm)."""
-    rate, v_max, a_max, w_max, alpha_max = 50.0, 0.3, 1.0, 0.5, 2.0  # the defaults
-    lever = np.hypot(0.3, 0.1)  # the admittance runs at the CoM, p_s_c of _estimate_message
-    dp_max = (v_max + w_max * lever) / rate
-    dv_max = (a_max + (alpha_max + w_max**2) * lever) / rate
+# One tick of any mode within the planner's default limits at 50 Hz moves {s} at most this
+# much: the admittance runs at the CoM, p_s_c of _estimate_message, {s} adds the lever arm.
+RATE, V_MAX, A_MAX, W_MAX, ALPHA_MAX = 50.0, 0.3, 1.0, 0.5, 2.0
+LEVER = np.hypot(0.3, 0.1)
+DP_MAX = (V_MAX + W_MAX * LEVER) / RATE
+DV_MAX = (A_MAX + (ALPHA_MAX + W_MAX**2) * LEVER) / RATE
+
+
+def _balancing_planner(ros_context, executor) -> tuple[PlannerNode, Node, list, list]:
+    """A planner with a quick balancing plan and a listener of its reference on
+    ``executor``: (planner, listener, poses, twists)."""
     planner = PlannerNode(
         context=ros_context,
         parameter_overrides=[
-            Parameter("admittance_rate", value=rate),
+            Parameter("admittance_rate", value=RATE),
             Parameter("object_size", value=[0.15, 0.15, 0.3]),
             Parameter("duration", value=2.0),
             Parameter("max_solves", value=60),
@@ -304,11 +310,32 @@ def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(r
     listener = Node("listener", context=ros_context)
     poses: list[PoseStamped] = []
     twists: list[TwistStamped] = []
-    listener.create_subscription(PoseStamped, "/planner_node/reference/pose", poses.append, 100)
-    listener.create_subscription(TwistStamped, "/planner_node/reference/twist", twists.append, 100)
-    executor = SingleThreadedExecutor(context=ros_context)
+    listener.create_subscription(PoseStamped, "/planner_node/reference/pose", poses.append, 1000)
+    listener.create_subscription(TwistStamped, "/planner_node/reference/twist", twists.append, 1000)
     executor.add_node(planner)
     executor.add_node(listener)
+    return planner, listener, poses, twists
+
+
+def _assert_one_tick(poses: list, twists: list, k: int) -> None:
+    """References k-1 -> k move like one tick within the limits."""
+    p0, p1 = (pose_matrix(m.pose) for m in poses[k - 1 : k + 1])
+    v0, v1 = (
+        T[:3, :3] @ [t.twist.linear.x, t.twist.linear.y, t.twist.linear.z]
+        for T, t in ((p0, twists[k - 1]), (p1, twists[k]))
+    )
+    assert np.linalg.norm(p1[:3, 3] - p0[:3, 3]) <= DP_MAX + 1e-9
+    assert np.linalg.norm(v1 - v0) <= DV_MAX + 1e-9
+
+
+@pytest.mark.timeout(120)
+def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(ros_context) -> None:
+    """~/mode/balancing refuses without a goal and without a valid CoM, then plans from the
+    reference and follows the certified plan; ~/mode/admittance and ~/mode/hold take over
+    from it. Across each switch the published reference moves like one tick within the
+    limits: |dp| <= v_max dt, |dv| <= a_max dt (at the CoM; {s} adds the lever arm)."""
+    executor = SingleThreadedExecutor(context=ros_context)
+    planner, listener, poses, twists = _balancing_planner(ros_context, executor)
     mode = planner.admittance
 
     def call(name: str) -> Trigger.Response:
@@ -336,13 +363,7 @@ def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(r
 
     def assert_bumpless(at: int) -> None:
         for k in (at, at + 1):
-            p = [np.array([m.pose.position.x, m.pose.position.y, m.pose.position.z])
-                 for m in poses[k - 1 : k + 1]]  # fmt: skip
-            v = [pose_matrix(m.pose)[:3, :3] @ [t.twist.linear.x, t.twist.linear.y,
-                 t.twist.linear.z] for m, t in zip(poses[k - 1 : k + 1], twists[k - 1 : k + 1],
-                 strict=True)]  # fmt: skip
-            assert np.linalg.norm(p[1] - p[0]) <= dp_max + 1e-9
-            assert np.linalg.norm(v[1] - v[0]) <= dv_max + 1e-9
+            _assert_one_tick(poses, twists, k)
 
     try:
         feed()
@@ -359,10 +380,12 @@ def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(r
         run(10)
         answer = call("balancing")
         assert answer.success, answer.message
-        at = run(40)  # the balancing reference, from the admittance's
+        at = run(40)  # the admittance's reference decelerates to rest, then the plan's
         assert mode.modes.mode == "balancing"
-        assert_bumpless(at)
+        for k in range(at, min(len(poses), len(twists)) - 1):
+            assert_bumpless(k)
         assert np.linalg.norm([t.twist.linear.x for t in twists[-5:]]) > 1e-3  # it moves
+        planner._on_estimate(estimate)  # the coordinator's next one (planning took seconds)
         assert call("admittance").success
         at = run(10)
         assert_bumpless(at)
@@ -374,3 +397,129 @@ def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(r
         executor.shutdown()
         listener.destroy_node()
         planner.destroy_node()
+
+
+@pytest.mark.timeout(180)
+def test_balancing_from_a_moving_admittance_switches_on_a_multi_threaded_executor(
+    ros_context,
+) -> None:
+    """The planner spins on rclpy's multi-threaded executor, as ``planner_node`` runs: while
+    ~/mode/balancing plans (seconds), the control ticks go on and a person pushes. The switch
+    still succeeds (the plan starts where the reference's deceleration rests, and the switch
+    waits for that tick), and the published reference moves like one tick within the limits
+    at every step (|dp| <= v_max dt, |dv| <= a_max dt at the CoM plus the lever arm)."""
+    executor = MultiThreadedExecutor(context=ros_context)
+    planner, listener, poses, twists = _balancing_planner(ros_context, executor)
+    mode = planner.admittance
+    pose = GraspState(robot_id="robot_1", home_frame_id="world", has_pose=True)
+    pose.header.frame_id, pose.pose = "robot_1/grasp", to_pose(sp.transform(np.eye(3), [0, 0, 1]))
+    feeding = threading.Event()
+
+    def feed() -> None:  # the robots and the coordinator: a 10 N push along x
+        while not feeding.wait(0.01):
+            now = to_time(planner.get_clock().now().nanoseconds * 1e-9)
+            pose.header.stamp = now
+            push = ExternalWrench(wrench=to_wrench(np.array([0, 0, 0, 10.0, 0, 0])))
+            push.header.stamp = now
+            with mode._lock:
+                mode._on_pose(pose)
+                mode._on_wrench(push)
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    spinner = threading.Thread(target=executor.spin, daemon=True)
+    feeder.start()
+    spinner.start()
+
+    def wait_for(condition, what: str) -> None:
+        deadline = time.monotonic() + 60.0
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.02)
+
+    try:
+        planner.goal = np.array([0.15, 0.05, 1.02])
+        estimate = _estimate_message(True)
+        estimate.parameters = [8.0, 0.01, -0.01, 0.08, 0, 0, 0, 0, 0, 0]
+        estimate.parameter_covariance = list((1e-6 * np.eye(10)).ravel())
+        planner._on_estimate(estimate)
+        wait_for(lambda: mode.supervisor.measured_pose() is not None, "a payload pose")
+        with mode._lock:
+            ok, message = mode.modes.admittance()
+        assert ok, message
+        wait_for(lambda: len(twists) > 20 and twists[-1].twist.linear.x > 0.05, "the push")
+        answer = mode._on_balancing(Trigger.Request(), Trigger.Response())  # ticks go on
+        assert answer.success, answer.message
+        wait_for(lambda: mode.modes.mode == "balancing", "the switch to balancing")
+        count = len(twists)
+        wait_for(lambda: len(twists) > count + 20, "the balancing reference")
+    finally:
+        feeding.set()
+        executor.shutdown()
+        feeder.join(5.0)
+        spinner.join(5.0)
+        listener.destroy_node()
+        planner.destroy_node()
+    stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in poses]
+    assert stamps == sorted(stamps)
+    for k in range(1, min(len(poses), len(twists))):
+        _assert_one_tick(poses, twists, k)
+
+
+@pytest.mark.timeout(120)
+def test_an_aerial_teams_human_wrench_moves_the_planners_reference(ros_context) -> None:
+    """One admittance for ground and aerial teams: the planner configured with the aerial
+    coordinator's `human_wrench_estimate` (its `to_human_wrench` message: a 10 N pull along x
+    of the world on a payload yawed by 90 deg, so -y of the payload frame) and the payload's
+    mocap pose moves its reference along x of the world."""
+    planner = PlannerNode(
+        context=ros_context,
+        parameter_overrides=[
+            Parameter("admittance_rate", value=50.0),
+            Parameter("admittance_wrench_topic", value="/human_wrench_estimate"),
+            Parameter("admittance_pose_topic", value="/payload/pose"),
+        ],
+    )
+    team = Node("aerial_team", context=ros_context)
+    wrenches = team.create_publisher(ExternalWrench, "/human_wrench_estimate", 10)
+    mocap = team.create_publisher(PoseStamped, "/payload/pose", 10)
+    poses: list[PoseStamped] = []
+    team.create_subscription(PoseStamped, "/planner_node/reference/pose", poses.append, 100)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(planner)
+    executor.add_node(team)
+    R_w_L = sp.exp3([0.0, 0.0, np.pi / 2])
+    T_w_L = sp.transform(R_w_L, [1.0, 0.5, 1.2])
+    pull = np.array([10.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # [F_H (world); M_H (payload frame)]
+    mode = planner.admittance
+    model = _estimate_message(True)
+
+    def publish() -> None:
+        stamp = planner.get_clock().now().nanoseconds * 1e-9
+        estimate = AerialTeamEstimate(
+            stamp, ("uav_1",), np.ones(1), np.ones(1), np.zeros((1, 3)), np.zeros((1, 4, 4)),
+            HumanWrenchEstimate(pull, 0.01 * np.eye(6)), R_w_L, contact=True,
+        )  # fmt: skip
+        full, _ = to_human_wrench(estimate, "payload", (1.0, 0.2), "dynamic")
+        wrenches.publish(full)
+        planner._on_estimate(model)  # the coordinator's, current
+        pose = PoseStamped(pose=to_pose(T_w_L))
+        pose.header.stamp, pose.header.frame_id = to_time(stamp), "world"
+        mocap.publish(pose)
+
+    try:
+        planner._on_estimate(_estimate_message(True))
+        spin_until(
+            executor, lambda: (publish(), mode.supervisor.measured_pose() is not None)[1], 30
+        )
+        spin_until(executor, lambda: (publish(), mode.supervisor._wrench is not None)[1], 30)
+        with mode._lock:
+            ok, message = mode.modes.admittance()
+        assert ok, message
+        spin_until(executor, lambda: (publish(), len(poses) >= 50)[1], 60)
+    finally:
+        executor.shutdown()
+        team.destroy_node()
+        planner.destroy_node()
+    moved = pose_matrix(poses[-1].pose)[:3, 3] - pose_matrix(poses[0].pose)[:3, 3]
+    assert moved[0] > 0.01 and abs(moved[1]) < 0.1 * moved[0] and abs(moved[2]) < 0.1 * moved[0]
+    assert poses[-1].header.frame_id == "world"

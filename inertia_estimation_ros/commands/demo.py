@@ -65,7 +65,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         epilog=(
             "The default scenario, paper000_demo.yaml, is paper 000's preset with shorter "
             "trials (67.5 s instead of 310 s) so that the demo ends within 3 minutes on a "
-            "2-core machine; --scenario paper000_mocobots.yaml runs the full protocol.\n\n"
+            "2-core machine; --scenario paper000_mocobots.yaml runs the full protocol. "
+            "--collaborate's paper000_collaborate.yaml has every estimation stage briefly "
+            "(24 s), then the person's 8 s.\n\n"
             "examples:\n"
             "  inertia_estimation demo                       # writes runs/demo-<time>/\n"
             "  inertia_estimation demo --out runs/demo --real-time-factor 1.5\n"
@@ -230,9 +232,8 @@ def _follow(children: dict, monitor: DemoMonitor, deadline: float, collaborate: 
     while sim.poll() is None:
         if collaborate and "collaborate" in monitor.phase:
             collaborate = False
-            answer = monitor.enable_admittance(timeout=10.0)
-            message = answer.message if answer is not None else "no answer from the planner"
-            print(f"  /planner_node/enable: {message}", flush=True)
+            answer = monitor.enable_admittance(timeout=30.0)
+            print(f"  /planner_node/enable: {answer.message}", flush=True)
         failed = [f for f, c in children.items() if c.poll() not in (None, 0)]
         if failed:
             print(f"demo: {failed[0]} exited with code {children[failed[0]].returncode}")

@@ -19,6 +19,8 @@ the message boundary (``inertia_estimation_ros.ros.conversions``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.spatial.transform import Rotation
 
@@ -134,13 +136,14 @@ def log3(R: ArrayLike) -> np.ndarray:
     slightly non-orthogonal R counts by its nearest rotation. Closed form, except within 1e-3
     rad of pi, where the axis is better taken from the orthogonalized matrix (scipy)."""
     R = np.asarray(R, dtype=float)
-    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])  # 2 sin(a) axis
-    angle = float(np.arccos(np.clip(0.5 * (R[0, 0] + R[1, 1] + R[2, 2] - 1.0), -1.0, 1.0)))
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = R.tolist()
+    w = np.array([r21 - r12, r02 - r20, r10 - r01])  # 2 sin(a) axis
+    angle = math.acos(min(max(0.5 * (r00 + r11 + r22 - 1.0), -1.0), 1.0))  # NaN stays NaN
     if angle > np.pi - 1e-3:
         return Rotation.from_matrix(R).as_rotvec()
     if angle < 1e-6:
         return 0.5 * (1.0 + angle**2 / 6.0) * w
-    return 0.5 * angle / np.sin(angle) * w
+    return 0.5 * angle / math.sin(angle) * w
 
 
 def exp6(V: ArrayLike) -> np.ndarray:
@@ -168,30 +171,77 @@ def rotation_angle(R: ArrayLike) -> float:
 
 
 # ----- stacks of rotation vectors (m, 3), through unit quaternions (w, x, y, z) ------------
+# Bilinear maps of stacks as one outer product and one matrix product with a constant
+# table: a few numpy calls per stack, whatever its size (the UKF's sigma points).
+def _bilinear(a: np.ndarray, b: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """sum_ij a_i b_j table[i * len(b) + j] over the last axis, broadcasting leading axes."""
+    outer = a[..., :, None] * b[..., None, :]
+    return outer.reshape(outer.shape[:-2] + (table.shape[0],)) @ table
+
+
+def _levi_civita() -> np.ndarray:
+    table = np.zeros((3, 3, 3))
+    for i, j, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
+        table[i, j, k], table[j, i, k] = 1.0, -1.0
+    return table.reshape(9, 3)
+
+
+def _hamilton() -> np.ndarray:
+    """table[4 i + j, k]: the coefficient of a_i b_j in (a * b)_k."""
+    table = np.zeros((4, 4, 4))
+    for i in range(4):
+        table[i] = _left_matrix(np.eye(4)[i]).T
+    return table.reshape(16, 4)
+
+
+def _e3_form() -> np.ndarray:
+    """table[4 i + j, k]: R(q) e3 = (2 (xz + wy), 2 (yz - wx), w^2 - x^2 - y^2 + z^2)."""
+    table = np.zeros((4, 4, 3))
+    w, x, y, z = range(4)
+    for (i, j), k, c in (((x, z), 0, 2), ((w, y), 0, 2), ((y, z), 1, 2), ((w, x), 1, -2)):
+        table[i, j, k] = c
+    for i, c in ((w, 1.0), (x, -1.0), (y, -1.0), (z, 1.0)):
+        table[i, i, 2] = c
+    return table.reshape(16, 3)
+
+
 def cross_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a x b over the last axis (np.cross's axis handling costs more than the product)."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return _bilinear(a, b, _CROSS)
 
 
 def quaternions(phi: ArrayLike) -> np.ndarray:
     """Unit quaternions (m, 4) of rotation vectors phi (m, 3): (cos(a/2), sin(a/2) axis)."""
     phi = np.asarray(phi, dtype=float)
-    angle = np.sqrt(np.einsum("...i,...i->...", phi, phi))[..., None]
-    out = np.empty(phi.shape[:-1] + (4,))
-    out[..., :1] = np.cos(0.5 * angle)
+    if phi.ndim == 1:  # one vector: scalar math costs a tenth of numpy's calls
+        return np.array(_quaternion(*phi.tolist()))
+    half = np.sqrt((phi * phi) @ _ONES3)[..., None] * 0.5
     # sin(a/2)/a is exact down to the smallest angles; at a = 0, phi = 0 anyway
-    np.multiply(np.sin(0.5 * angle) / np.maximum(angle, 1e-300), phi, out=out[..., 1:])
-    return out
+    scale = np.sin(half) / np.maximum(half + half, 1e-300)
+    return np.concatenate([np.cos(half), scale * phi], axis=-1)
+
+
+def _quaternion(x: float, y: float, z: float) -> tuple[float, float, float, float]:
+    angle = math.sqrt(x * x + y * y + z * z)
+    scale = math.sin(0.5 * angle) / angle if angle > 0.0 else 0.5
+    return math.cos(0.5 * angle), scale * x, scale * y, scale * z
 
 
 def rotation_vectors(q: ArrayLike) -> np.ndarray:
     """Rotation vectors (m, 3), |phi| in [0, pi], of unit quaternions (m, 4)."""
     q = np.asarray(q, dtype=float)
-    w, v = np.abs(q[..., :1]), np.copysign(1.0, q[..., :1]) * q[..., 1:]  # the short way round
-    norm = np.sqrt(np.einsum("...i,...i->...", v, v))[..., None]
-    return 2.0 * np.arctan2(norm, w) / np.maximum(norm, 1e-300) * v
+    if q.ndim == 1:
+        w, x, y, z = q.tolist()
+        norm = math.sqrt(x * x + y * y + z * z)
+        scale = math.copysign(2.0 * math.atan2(norm, abs(w)) / max(norm, 1e-300), w)
+        return np.array([scale * x, scale * y, scale * z])
+    w, v = q[..., :1], q[..., 1:]
+    norm = np.sqrt((v * v) @ _ONES3)[..., None]
+    half_angle = np.arctan2(norm, np.abs(w))  # the short way round
+    return np.copysign(half_angle / np.maximum(0.5 * norm, 1e-300), w) * v
+
+
+_ONES3 = np.ones(3)
 
 
 def conjugate(q: ArrayLike) -> np.ndarray:
@@ -210,14 +260,7 @@ def quaternion_product(a: ArrayLike, b: ArrayLike) -> np.ndarray:
         return b @ _left_matrix(a).T
     if b.ndim == 1:
         return a @ _right_matrix(b).T
-    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
-    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
-    out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
-    out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
-    out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
-    return out
+    return _bilinear(a, b, _HAMILTON)
 
 
 def _left_matrix(a: np.ndarray) -> np.ndarray:
@@ -232,6 +275,9 @@ def _right_matrix(b: np.ndarray) -> np.ndarray:
     return np.array([[w, -x, -y, -z], [x, w, z, -y], [y, -z, w, x], [z, y, -x, w]])
 
 
+_CROSS, _HAMILTON, _E3_FORM = _levi_civita(), _hamilton(), _e3_form()
+
+
 def compose_rotation_vectors(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """log(exp(a) exp(b)) for (stacks of) rotation vectors, broadcasting."""
     return rotation_vectors(quaternion_product(quaternions(a), quaternions(b)))
@@ -244,9 +290,4 @@ def rotate_e3(phi: ArrayLike) -> np.ndarray:
 
 def quaternion_e3(q: np.ndarray) -> np.ndarray:
     """The third columns R(q) e3 (m, 3) of unit quaternions (m, 4)."""
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    out = np.empty(q.shape[:-1] + (3,))
-    out[..., 0] = 2 * (x * z + w * y)
-    out[..., 1] = 2 * (y * z - w * x)
-    out[..., 2] = 1 - 2 * (x * x + y * y)
-    return out
+    return _bilinear(q, q, _E3_FORM)

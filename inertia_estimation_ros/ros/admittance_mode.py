@@ -16,7 +16,10 @@ false), an estimate that goes invalid or stale (no ``payload_estimate`` for
 safely: it decelerates within the limits and holds, and the robots hold with it.
 ``~/mode/admittance``, ``~/mode/balancing`` and ``~/mode/hold`` switch the same reference
 bumplessly (``core.collaboration.modes``; balancing plans from the reference's state through
-the node's ``plan_balancing``). Clocks: the
+the node's ``plan_balancing``). The same admittance serves aerial teams: with
+``admittance_wrench_topic`` the aerial coordinator's ``human_wrench_estimate`` (its payload
+frame is at the CoM) and with ``admittance_pose_topic`` the payload's mocap pose replace the
+ground team's inputs. Clocks: the
 ROS clock and the robots' stamps must agree (one machine, PTP, or sim time).
 """
 
@@ -68,7 +71,8 @@ SUBSCRIBES = [
         "external_wrench",
         "inertia_estimation_ros/msg/ExternalWrench",
         "reliable",
-        "the human's wrench about the CoM in {s} (coordinator_node)",
+        "the human's wrench about the CoM in {s} (coordinator_node; or the topic of "
+        "`admittance_wrench_topic`, e.g. an aerial team's `human_wrench_estimate`)",
     ),
     Topic(
         "reference_grasp_state",
@@ -147,6 +151,21 @@ PARAMETERS = [
         "the control timer ticks only when no wrench came for a period. False: on the timer",
     ),
     Param(
+        "admittance_wrench_topic",
+        "string",
+        "external_wrench",
+        "the human wrench (msg/ExternalWrench about the CoM, axes of the pose's frame): a ground "
+        "team's coordinator_node `external_wrench`, an aerial team's `human_wrench_estimate`",
+        nonempty=True,
+    ),
+    Param(
+        "admittance_pose_topic",
+        "string",
+        "",
+        "the payload's pose as geometry_msgs/PoseStamped (an aerial team's mocap pose of its "
+        "payload frame at the CoM); empty: `reference_grasp_state`",
+    ),
+    Param(
         "admittance_estimate_timeout",
         "double",
         5.0,
@@ -200,8 +219,13 @@ class AdmittanceMode:
         group = ReentrantCallbackGroup()
         subscribe = functools.partial(node.create_subscription, callback_group=group)
         serve = functools.partial(node.create_service, callback_group=group)
-        subscribe(ExternalWrench, "external_wrench", self._locked(self._on_wrench), RELIABLE_QOS)
-        subscribe(GraspState, "reference_grasp_state", self._locked(self._on_pose), SENSOR_QOS)
+        wrench_topic = p.admittance_wrench_topic
+        subscribe(ExternalWrench, wrench_topic, self._locked(self._on_wrench), RELIABLE_QOS)
+        if p.admittance_pose_topic:  # aerial teams: the payload's mocap pose
+            pose = self._locked(self._on_pose_stamped)
+            subscribe(PoseStamped, p.admittance_pose_topic, pose, SENSOR_QOS)
+        else:
+            subscribe(GraspState, "reference_grasp_state", self._locked(self._on_pose), SENSOR_QOS)
         serve(Trigger, "~/admittance/start", self._locked(self._on_start))
         serve(Trigger, "~/admittance/stop", self._locked(self._on_stop))
         serve(SetBool, "~/enable", self._locked(self._on_enable))
@@ -255,6 +279,10 @@ class AdmittanceMode:
         if msg.has_pose:
             self.frames = (msg.home_frame_id, msg.header.frame_id)
             self.supervisor.on_pose(seconds(msg.header.stamp), pose_matrix(msg.pose))
+
+    def _on_pose_stamped(self, msg: PoseStamped) -> None:
+        self.frames = (msg.header.frame_id, self.frames[1] or "payload")
+        self.supervisor.on_pose(seconds(msg.header.stamp), pose_matrix(msg.pose))
 
     def _on_wrench(self, msg: ExternalWrench) -> None:
         wrench, _, _, _ = external_wrench_values(msg)

@@ -23,6 +23,9 @@ STAGES = ("WAITING", "KINEMATICS", "STATICS", "DYNAMICS", "FROZEN")
 # [s] of wall time to retry ~/enable while the planner refuses because the human wrench lags
 # (the coordinator catches up for a few seconds after its last solves)
 LAG_PATIENCE = 20.0
+# [s] of wall time to wait for an estimate with every part valid before freezing it (the
+# coordinator's last solves of the estimation data may come after the phase has ended)
+VALID_PATIENCE = 60.0
 
 
 class DemoMonitor(Node):
@@ -86,19 +89,29 @@ class DemoMonitor(Node):
         """Call the coordinator's ~/estimate_now (the node must be spinning elsewhere)."""
         return self._call(self._estimate_now, Trigger.Request(), timeout)
 
-    def enable_admittance(self, timeout: float) -> SetBool.Response | None:
-        """Freeze the coordinator's estimate (collaboration uses the model the estimation
-        phase gave, and no solve holds up the human wrench), then call the planner's
-        ~/enable with true: the admittance on (or its refusal; while the refusal says that
-        the human wrench lags, again for up to LAG_PATIENCE)."""
+    @property
+    def valid(self) -> bool:
+        """Whether the newest estimate has its grasps, mass, CoM and inertia all valid."""
+        e = self.estimates[-1] if self.estimates else None
+        return e is not None and all((e.grasps_valid, e.mass_valid, e.com_valid, e.inertia_valid))
+
+    def enable_admittance(self, timeout: float) -> SetBool.Response:
+        """Once the estimate is valid (up to VALID_PATIENCE), freeze it (collaboration uses
+        the model the estimation phase gave, and no solve holds up the human wrench), then
+        call the planner's ~/enable with true: the admittance on, or why not (while the
+        refusal says that the human wrench lags, again for up to LAG_PATIENCE). ``timeout``
+        per service call."""
+        deadline = time.monotonic() + VALID_PATIENCE
+        while not self.valid and time.monotonic() < deadline:
+            time.sleep(0.1)
         if self._call(self._freeze, Trigger.Request(), timeout) is None:
-            return None
+            return SetBool.Response(message="no answer from the coordinator's ~/freeze")
         deadline = time.monotonic() + LAG_PATIENCE
         while True:
             answer = self._call(self._enable, SetBool.Request(data=True), timeout)
-            if answer is None or answer.success or "lags" not in answer.message:
-                return answer
-            if time.monotonic() > deadline:
+            if answer is None:
+                return SetBool.Response(message="no answer from the planner's ~/enable")
+            if answer.success or "lags" not in answer.message or time.monotonic() > deadline:
                 return answer
             time.sleep(0.2)  # the coordinator still catches up after its solves
 

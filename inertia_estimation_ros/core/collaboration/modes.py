@@ -5,12 +5,17 @@ at every switch the reference T_w_s and body twist V_s of {s} continue without a
 
 * -> ``hold``: the reference decelerates within the acceleration limits from its current
   pose and velocity to rest, and holds.
-* -> ``balancing``: ``planning_start`` gives the OCP's initial state (tray pose q and rates
-  [dq, ddq]) from the current reference; ``start_balancing`` takes the certified plan and
-  refuses it if the reference has meanwhile moved away from the plan's initial state (pose
-  beyond ``position_tolerance`` / ``angle_tolerance``, velocity beyond a_max dt). The
-  reference then follows the plan from its start, its clock running with the ticks (dt per
-  tick, like the admittance), and holds at its end.
+* -> ``balancing``: planning takes seconds while the control ticks run on (a multi-threaded
+  executor), so the plan starts from the reference's predicted state: ``planning_start``
+  turns a moving reference to ``hold`` (it decelerates within the limits, deterministically)
+  and gives the OCP's initial state (tray pose q and rates [dq, ddq]) where that deceleration
+  comes to rest. ``start_balancing`` takes the certified plan; if the reference is still
+  decelerating (planning was quicker), the switch waits for the tick at which it rests. At
+  the switch the plan's start must continue the reference (pose within
+  ``position_tolerance`` / ``angle_tolerance``, velocity within a_max dt), else it is
+  refused (e.g. another switch moved the reference meanwhile). The reference then follows
+  the plan from its start, its clock running with the ticks (dt per tick, like the
+  admittance), and holds at its end.
 * -> ``admittance``: the admittance starts from the current reference (pose and velocity),
   refused with the supervisor's reason (e.g. no valid estimate).
 
@@ -19,6 +24,7 @@ A safe stop of the supervisor (estimate invalid, an input silent) turns the mode
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,6 +90,7 @@ class ReferenceModes:
         self.reference: Reference | None = None
         self._brake: Admittance | None = None
         self._plan: tuple[TrayPlan, float] | None = None
+        self._pending: TrayPlan | None = None  # certified, waiting for the reference to rest
 
     # ----- switches ----------------------------------------------------------------------
     def hold(self, reason: str = "hold requested") -> tuple[bool, str]:
@@ -95,42 +102,80 @@ class ReferenceModes:
         elif self.reference is not None:
             self._brake = Admittance(self._hold_gains, self._state(self.reference))
             self._brake.stop()
-        self.mode, self._plan = "hold", None
+        self.mode, self._plan, self._pending = "hold", None, None
         return True, f"hold: the reference decelerates within the limits and holds ({reason})"
 
     def admittance(self) -> tuple[bool, str]:
         """Admittance from the current reference (pose and velocity); refused with the cause."""
         ok, message = self.supervisor.start(self.reference)
         if ok:
-            self.mode, self._plan, self._brake = "admittance", None, None
+            self.mode, self._plan, self._brake, self._pending = "admittance", None, None, None
         return ok, message
 
     def planning_start(self) -> PlanningStart | tuple[bool, str]:
-        """The OCP's initial state from the current reference (before any, the measured pose
-        at rest), or (False, why not)."""
+        """The OCP's initial state: where the reference rests (before any reference, the
+        measured pose); a moving reference first turns to ``hold`` and decelerates (module
+        docstring). Or (False, why not)."""
         measured = self.supervisor.measured_pose()
         if self.reference is None and measured is not None:
             self.reference = Reference(measured[0], measured[1], np.zeros(6), False)
         if self.reference is None:
             return False, "balancing refused: no reference and no payload pose received yet"
-        x = tray_state(self.reference.T_w_s, self.reference.V_s, self.T_e_s)
-        return PlanningStart(self.reference.stamp, x[:6], np.concatenate([x[6:], np.zeros(6)]))
+        if np.any(self.reference.V_s) or self.mode != "hold":
+            self._decelerate("planning a balancing trajectory from where the reference rests")
+        rest = self._rest()
+        x = tray_state(rest.T_w_s, rest.V_s, self.T_e_s)
+        return PlanningStart(rest.stamp, x[:6], np.concatenate([x[6:], np.zeros(6)]))
+
+    def _decelerate(self, reason: str) -> None:
+        """``hold`` on this class's own brake from the current reference (also from the
+        admittance), so that ``_rest`` can predict where it stops."""
+        if self.mode == "admittance":
+            self.supervisor.stop(reason)
+        self._brake = Admittance(self._hold_gains, self._state(self.reference))
+        self._brake.stop()
+        self.mode, self._plan, self._pending = "hold", None, None
+
+    def _rest(self) -> Reference:
+        """The reference where the hold's deceleration will bring it to rest (propagated
+        on a copy of the brake, tick by tick as ``tick`` will)."""
+        if self._brake is None:
+            return self.reference
+        brake, ticks = copy.deepcopy(self._brake), 0
+        while not brake.at_rest:
+            brake.step(np.zeros(3), np.zeros(3), self.dt)
+            ticks += 1
+        T_w_s = sp.transform(brake.state.R, brake.state.p)
+        return Reference(self.reference.stamp + ticks * self.dt, T_w_s, np.zeros(6), False)
 
     def start_balancing(
         self, plan: TrayPlan | None, start: PlanningStart, certified: bool, why: str = ""
     ) -> tuple[bool, str]:
-        """Follow ``plan`` (planned from ``start``) if certified and still bumpless."""
+        """Follow ``plan`` (planned from ``start``) if certified and bumpless: now, or at the
+        tick at which the hold's deceleration rests."""
         if plan is None or not certified:
             return False, f"balancing refused: no certified plan ({why or 'not certified'})"
         if plan.robot != "tray":
             return False, "balancing refused: the reference follows tray plans only"
-        T_w_s, V_s = plan_reference(plan, 0.0, self.T_e_s)
-        jump = self._jump(self.reference, T_w_s, V_s)
+        if self.mode == "hold" and self._brake is not None and not self._brake.at_rest:
+            jump = self._jump(self._rest(), *plan_reference(plan, 0.0, self.T_e_s))
+            if jump:
+                return False, f"balancing refused: the plan does not start at rest ({jump})"
+            self._pending = plan
+            return True, (
+                f"balancing: following the certified {plan.times[-1]:g} s plan once the "
+                "reference has decelerated to rest"
+            )
+        return self._switch_to(plan)
+
+    def _switch_to(self, plan: TrayPlan) -> tuple[bool, str]:
+        """Balancing from the current reference, if ``plan`` continues it."""
+        jump = self._jump(self.reference, *plan_reference(plan, 0.0, self.T_e_s))
         if jump:
             return False, f"balancing refused: the reference moved while planning ({jump}): retry"
         if self.mode == "admittance":
             self.supervisor.stop("balancing takes over")
-        self.mode, self._plan, self._brake = "balancing", (plan, 0.0), None
+        self.mode, self._plan, self._brake, self._pending = "balancing", (plan, 0.0), None, None
         return True, f"balancing: following the certified {plan.times[-1]:g} s plan"
 
     def _jump(self, ref: Reference, T_w_s: np.ndarray, V_s: np.ndarray) -> str:
@@ -166,6 +211,10 @@ class ReferenceModes:
         elif self._brake is not None:
             state = self._brake.step(np.zeros(3), np.zeros(3), dt)
             reference = Reference(now, sp.transform(state.R, state.p), self._twist(state), False)
+            if self._pending is not None and self._brake.at_rest:
+                self.reference, plan, self._pending = reference, self._pending, None
+                ok, message = self._switch_to(plan)
+                self.supervisor.events.append(message)
         else:  # the admittance's safe stop, or None before any mode ran
             reference = self.supervisor.tick(now, dt)
         self.reference = reference or self.reference

@@ -67,6 +67,9 @@ class AdmittanceSupervisor:
         self._wrench_lag: float | None = None  # the last wrench received was this stale [s]
         self._last_reference: Reference | None = None
         self._started = -np.inf
+        # p_s_c of the model the running admittance started with: its frame (the CoM) stays
+        # while later estimates come or go invalid, so that the reference never jumps
+        self._p_s_c = np.zeros(3)
 
     # ----- inputs ------------------------------------------------------------------------
     def on_estimate(self, model: ModelSummary) -> None:
@@ -121,6 +124,7 @@ class AdmittanceSupervisor:
             self._last_reference = reference
         T_w_s = self._last_reference.T_w_s if self._last_reference else self._pose[1]
         V_s = self._last_reference.V_s if self._last_reference else np.zeros(6)
+        self._p_s_c = np.array(self.model.p_s_c, dtype=float)
         self.admittance = Admittance(gains, self._com_state(T_w_s, V_s))
         self.active = True
         self._started = self._pose[0]
@@ -164,14 +168,15 @@ class AdmittanceSupervisor:
 
     # ----- frames ------------------------------------------------------------------------
     def _com_state(self, T_w_s: np.ndarray, V_s: np.ndarray) -> AdmittanceState:
-        """The admittance's frame: the CoM with the axes of {s}."""
-        T_w_c = T_w_s @ sp.transform(np.eye(3), self.model.p_s_c)
-        V_c = sp.twist_to(sp.transform(np.eye(3), -self.model.p_s_c), V_s)
+        """The admittance's frame: the CoM (of the model it started with) with the axes of
+        {s}."""
+        T_w_c = T_w_s @ sp.transform(np.eye(3), self._p_s_c)
+        V_c = sp.twist_to(sp.transform(np.eye(3), -self._p_s_c), V_s)
         return AdmittanceState(T_w_c[:3, 3], T_w_c[:3, :3], T_w_c[:3, :3] @ V_c[3:], V_c[:3])
 
     def _reference(self, now: float, state: AdmittanceState) -> Reference:
         T_w_c = sp.transform(state.R, state.p)
-        T_c_s = sp.transform(np.eye(3), -self.model.p_s_c)
+        T_c_s = sp.transform(np.eye(3), -self._p_s_c)
         V_c = np.concatenate([state.omega, state.R.T @ state.v])
         V_s = sp.twist_to(sp.inverse(T_c_s), V_c)
         moving = bool(np.any(state.v) or np.any(state.omega))

@@ -13,8 +13,13 @@ RMS and final), and the RMS error of the estimated human wrench. Issue targets: 
 
 Latency (``--latency``): from a wrench sample to the robots' commands through the nodes over
 DDS, each node its own process (``latency``), p50 and p99; issue target p99 under 20 ms.
+``--timer`` sends the planner's reference on its control timer only (as before
+``admittance_on_wrench``), for an A/B. ``--floor``: the same loop of processes, topics, QoS and
+executors with nodes that do no work (``echo_chain.py``), what DDS, rclpy and Python cost at
+the machine's load (``--single``: every echo node on the single-threaded executor). Each run
+takes a ROS domain of its own unless ROS_DOMAIN_ID is set.
 
-Run: .venv/bin/python bench/bench_collaboration.py [--latency]
+Run: .venv/bin/python bench/bench_collaboration.py [--latency [--timer] | --floor [--single]]
 """
 
 from __future__ import annotations
@@ -125,6 +130,17 @@ LATENCY_SCENARIO = "test_collaborate.yaml"  # estimation phases, then the person
 # [s] the coordinator's executor thread lags 1-2 s behind while the estimation's solves share
 # the interpreter with it (GIL, 20-ms switch interval); once frozen it catches up in ~2.5 s
 BACKLOG = 3.0
+ROBOTS = ("robot_1", "robot_2", "robot_3")
+
+
+def own_domain() -> None:
+    """A ROS domain of this run's own (unless ROS_DOMAIN_ID is set), on this machine only:
+    another graph on the same domain (a test, a demo) would mix its samples into ours
+    (stamps out of order, refused estimates). 102-201, outside the tests' 1-101."""
+    import os
+
+    os.environ.setdefault("ROS_DOMAIN_ID", str(102 + os.getpid() % 100))
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
 
 def latency_graph(folder: Path) -> Path:
@@ -134,18 +150,81 @@ def latency_graph(folder: Path) -> Path:
     root = Path(__file__).resolve().parents[1]
     data = yaml.safe_load((root / "config" / "sim_collaborate.yaml").read_text())
     data["/sim_node"]["ros__parameters"].update(scenario=LATENCY_SCENARIO, diagnostics_period=0.1)
+    if "--timer" in sys.argv:  # the reference on the planner's control timer only
+        data["/planner_node"]["ros__parameters"]["admittance_on_wrench"] = False
     path = folder / "graph.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+class Arrivals:
+    """Wall times (``time.perf_counter``) at which this process saw the loop's messages: the
+    reference robot's sample and the wrench by stamp (the first copy), each robot's commands
+    in order. This process sees the topics as the nodes do."""
+
+    def __init__(self, node: object, topics: dict[str, tuple[type, str]]) -> None:
+        """``topics``: "sample", "wrench" and each robot's id -> (message type, topic)."""
+        from inertia_estimation_ros.ros.conversions import seconds
+        from inertia_estimation_ros.ros.interface import RELIABLE_QOS, SENSOR_QOS
+
+        self.sample: dict[float, float] = {}
+        self.wrench: dict[float, float] = {}
+        self.commands: dict[str, list[float]] = {}
+        now = time.perf_counter
+        for what, (kind, topic) in topics.items():
+            if what in ("sample", "wrench"):
+                first = getattr(self, what)
+                callback = lambda m, f=first: f.setdefault(seconds(m.header.stamp), now())  # noqa: E731
+            else:
+                arrivals = self.commands.setdefault(what, [])
+                callback = lambda m, a=arrivals: a.append(now())  # noqa: E731
+            qos = SENSOR_QOS if what == "sample" else RELIABLE_QOS
+            node.create_subscription(kind, topic, callback, qos)
+
+    def report(self, skip: float = 0.0) -> int:
+        """p50/p99 of sample -> wrench and sample -> every robot's next command, for the
+        samples whose wrench arrived after the first command (and ``skip`` s after it)."""
+        if not self.commands or not all(self.commands.values()):
+            print("no commands arrived")
+            return 1
+        first_command = min(a[0] for a in self.commands.values())
+        delays, coordinator, settled = [], [], []
+        for stamp, produced in self.sample.items():
+            wrench = self.wrench.get(stamp)
+            if wrench is None or wrench < first_command:
+                continue
+            coordinator.append(wrench - produced)
+            if produced > first_command + skip:
+                settled.append(wrench - produced)
+            followed = [
+                a[np.searchsorted(a, wrench)] for a in self.commands.values() if a[-1] > wrench
+            ]
+            if len(followed) == len(self.commands):
+                delays.append(max(followed) - produced)
+        print_latency("wrench sample -> /external_wrench (the coordinator)", coordinator)
+        if skip:
+            print_latency(
+                f"the same, samples from {skip:g} s after the admittance's start (the backlog "
+                "of the estimation's solves cleared)",
+                settled,
+            )
+        print_latency("wrench sample -> every robot's command over DDS", delays, target=20.0)
+        admitted = [s for s in self.wrench if self.wrench[s] >= first_command]
+        span = max(admitted) - min(admitted) if len(admitted) > 1 else np.nan
+        print(
+            f"wrenches after the first command: {len(admitted)} in {span:.2f} s of sample "
+            f"time, {len(admitted) / span:.1f} per second (the robots sample at 100 Hz)"
+        )
+        return 0
 
 
 def latency() -> int:
     """Wrench sample -> robots' commands through the nodes, each node its own process, at
     100 Hz: for every sample of the reference robot (``/robot_1/grasp_state``, as it leaves
     its robot node) that the coordinator turned into ``/external_wrench`` while the admittance
-    ran, the wall time until every robot's next ``~/command/pose`` arrived (this process sees
-    all topics as the nodes do). It includes the planner's control period (up to 10 ms at
-    100 Hz: the reference goes out on its timer, not on each wrench)."""
+    ran, the wall time until every robot's next ``~/command/pose`` arrived. The planner
+    publishes the reference as each wrench arrives (``admittance_on_wrench``), its control
+    timer only when wrenches pause."""
     import tempfile
 
     import rclpy
@@ -154,36 +233,19 @@ def latency() -> int:
 
     from inertia_estimation_ros.commands.demo import start_children, stop_children
     from inertia_estimation_ros.msg import ExternalWrench, GraspState
-    from inertia_estimation_ros.ros.conversions import seconds
     from inertia_estimation_ros.ros.demo_monitor import DemoMonitor
-    from inertia_estimation_ros.ros.interface import RELIABLE_QOS, SENSOR_QOS
     from inertia_estimation_ros.ros.runtime import NodeGroup
 
     folder = Path(tempfile.mkdtemp(prefix="bench_collaboration_"))
+    own_domain()
     context = Context()
     rclpy.init(context=context)
     monitor = DemoMonitor(context=context)
-    sample, wrench, commands = {}, {}, {r: [] for r in ("robot_1", "robot_2", "robot_3")}
-    now = time.perf_counter
-    monitor.create_subscription(
-        GraspState,
-        "/robot_1/grasp_state",
-        lambda m: sample.setdefault(seconds(m.header.stamp), now()),
-        SENSOR_QOS,
-    )
-    monitor.create_subscription(
-        ExternalWrench,
-        "/external_wrench",
-        lambda m: wrench.setdefault(seconds(m.header.stamp), now()),
-        RELIABLE_QOS,
-    )
-    for rid, arrivals in commands.items():
-        monitor.create_subscription(
-            PoseStamped,
-            f"/{rid}/robot_node/command/pose",
-            lambda m, a=arrivals: a.append(now()),
-            RELIABLE_QOS,
-        )
+    topics = {"sample": (GraspState, "/robot_1/grasp_state")}
+    topics["wrench"] = (ExternalWrench, "/external_wrench")
+    for rid in ROBOTS:
+        topics[rid] = (PoseStamped, f"/{rid}/robot_node/command/pose")
+    arrivals = Arrivals(monitor, topics)
     group = NodeGroup([monitor], context, "single").start()
     children = start_children(latency_graph(folder), folder / "graph.log")
     enabled = None
@@ -197,41 +259,58 @@ def latency() -> int:
     finally:
         stop_children(children)
         group.stop()
-    if not all(commands.values()):
-        print(f"no commands arrived (see {folder / 'graph.log'})")
-        return 1
-    first_command = min(a[0] for a in commands.values())
-    delays, coordinator, settled = [], [], []
-    for stamp, produced in sample.items():
-        if stamp not in wrench or wrench[stamp] < first_command:
-            continue
-        coordinator.append(wrench[stamp] - produced)
-        if produced > first_command + BACKLOG:
-            settled.append(wrench[stamp] - produced)
-        followed = [
-            a[np.searchsorted(a, wrench[stamp])] for a in commands.values() if a[-1] > wrench[stamp]
-        ]
-        if len(followed) == len(commands):
-            delays.append(max(followed) - produced)
-    print_latency("wrench sample -> /external_wrench (the coordinator)", coordinator)
-    print_latency(
-        f"the same, samples from {BACKLOG:g} s after the admittance's start (the backlog of the "
-        "estimation's solves cleared)",
-        settled,
-    )
-    print_latency("wrench sample -> every robot's command over DDS", delays, target=20.0)
-    admitted = [s for s in wrench if wrench[s] >= first_command]
-    span = max(admitted) - min(admitted) if len(admitted) > 1 else np.nan
-    print(
-        f"/external_wrench while the admittance ran: {len(admitted)} wrenches in {span:.2f} s "
-        f"of sample time, {len(admitted) / span:.1f} per second (the robots sample at 100 Hz)"
-    )
-    return 0
+    status = arrivals.report(skip=BACKLOG)
+    if status:
+        print(f"(see {folder / 'graph.log'})")
+    return status
+
+
+def floor(seconds: float = 15.0) -> int:
+    """The same loop with nodes that do no work (``echo_chain.py``: the same processes, topics'
+    QoS and executors), for ``seconds`` at 100 Hz: what DDS, rclpy and the interpreter cost
+    at this load, the floor under ``--latency``'s figures."""
+    import subprocess
+
+    import rclpy
+    from echo_chain import command_topic, sample_topic
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.context import Context
+    from rclpy.node import Node
+
+    from inertia_estimation_ros.commands.demo import stop_children
+    from inertia_estimation_ros.ros.runtime import NodeGroup
+
+    own_domain()
+    context = Context()
+    rclpy.init(context=context)
+    monitor = Node("echo_monitor", context=context)
+    topics = {"sample": (PoseStamped, sample_topic("robot_1"))}
+    topics["wrench"] = (PoseStamped, "/echo/wrench")
+    for rid in ROBOTS:
+        topics[rid] = (PoseStamped, command_topic(rid))
+    arrivals = Arrivals(monitor, topics)
+    group = NodeGroup([monitor], context, "single").start()
+    script = str(Path(__file__).with_name("echo_chain.py"))
+    roles = [*ROBOTS, "coordinator", "planner", "source"]  # the source last: all listen
+    executor = ["single"] if "--single" in sys.argv else []
+    children = {r: subprocess.Popen([sys.executable, script, r, *executor]) for r in roles}
+    try:
+        deadline = time.monotonic() + 120  # discovery: a minute or more at a high load
+        while not all(arrivals.commands.values()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(seconds)
+    finally:
+        stop_children(children)
+        group.stop()
+    return arrivals.report()
 
 
 if __name__ == "__main__":
     from doc_page import benchmark_page  # the tables into docs/benchmarks/collaboration.md
 
     with benchmark_page("collaboration"):
-        status = latency() if "--latency" in sys.argv else main()
+        if "--floor" in sys.argv:
+            status = floor()
+        else:
+            status = latency() if "--latency" in sys.argv else main()
     sys.exit(status)

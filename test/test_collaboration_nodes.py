@@ -302,6 +302,9 @@ def _balancing_planner(ros_context, executor) -> tuple[PlannerNode, Node, list, 
             Parameter("object_size", value=[0.15, 0.15, 0.3]),
             Parameter("duration", value=2.0),
             Parameter("max_solves", value=60),
+            # the one estimate of the test must not go stale (5 s by default) while a loaded
+            # machine plans and feeds: staleness has its own test above
+            Parameter("admittance_estimate_timeout", value=600.0),
         ],
     )
     listener = Node("listener", context=ros_context)

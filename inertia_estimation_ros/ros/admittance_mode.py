@@ -4,10 +4,12 @@ team, through the estimated model (paper 002 eq. 40, ``core.collaboration``).
 A thin adapter over ``core.collaboration.supervisor.AdmittanceSupervisor``: the human wrench
 (``external_wrench``, msg/ExternalWrench about the CoM in {s}), the estimate
 (``payload_estimate``) and the payload's pose (``reference_grasp_state``, remapped to the
-reference robot's ``grasp_state``: {s} in its home frame, the world here) go in; at
-``admittance_rate`` the reference of {s} goes out as ``~/reference/pose`` (PoseStamped in
-the reference robot's home frame) and ``~/reference/twist`` (TwistStamped, body twist of
-{s}). ``~/admittance/start`` (or ``~/enable`` true) refuses
+reference robot's ``grasp_state``: {s} in its home frame, the world here) go in; the
+reference of {s} goes out as ``~/reference/pose`` (PoseStamped in the reference robot's home
+frame) and ``~/reference/twist`` (TwistStamped, body twist of {s}) in the callback of each
+human wrench (``admittance_on_wrench``: no wait for a timer tick, at most twice
+``admittance_rate``), and at ``admittance_rate`` while no wrench arrives (or always, without
+``admittance_on_wrench``). ``~/admittance/start`` (or ``~/enable`` true) refuses
 with the reason (e.g. the mass is not valid yet); ``~/admittance/stop`` (or ``~/enable``
 false), an estimate that goes invalid or stale (no ``payload_estimate`` for
 ``admittance_estimate_timeout``: the coordinator died) and a silent input stop the reference
@@ -142,6 +144,13 @@ PARAMETERS = [
         bounds=(0.01, 10.0),
     ),
     Param(
+        "admittance_on_wrench",
+        "bool",
+        True,
+        "publish the reference as each human wrench arrives (at most twice admittance_rate); "
+        "the control timer ticks only when no wrench came for a period. False: on the timer",
+    ),
+    Param(
         "admittance_wrench_topic",
         "string",
         "external_wrench",
@@ -224,7 +233,10 @@ class AdmittanceMode:
         serve(Trigger, "~/mode/balancing", self._on_balancing)
         serve(Trigger, "~/mode/hold", self._locked(self._on_stop))
         self._estimate_arrival: float | None = None
-        node.create_timer(self._period, self._locked(self._tick), callback_group=group)
+        self._last_tick: float | None = None  # ROS time of the last reference
+        self._timer = node.create_timer(
+            self._period, self._locked(self._tick), callback_group=group
+        )
 
     def _locked(self, callback: Callable) -> Callable:
         """``callback`` holding the mode's lock (the callbacks share the supervisor)."""
@@ -274,7 +286,9 @@ class AdmittanceMode:
 
     def _on_wrench(self, msg: ExternalWrench) -> None:
         wrench, _, _, _ = external_wrench_values(msg)
-        self.supervisor.on_wrench(seconds(msg.header.stamp), wrench)
+        accepted = self.supervisor.on_wrench(seconds(msg.header.stamp), wrench)
+        if accepted and self.p.admittance_on_wrench:  # the reference leaves now
+            self._tick(min_gap=0.5 * self._period)
 
     def _on_start(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         response.success, response.message = self.modes.admittance()
@@ -324,10 +338,19 @@ class AdmittanceMode:
             self.supervisor.on_estimate(ModelSummary(False, reason=reason))
             self._estimate_arrival = None
 
-    def _tick(self) -> None:
+    def _tick(self, min_gap: float = 0.0) -> None:
+        """Advance and publish the reference, unless the last one is less than ``min_gap``
+        old (ROS time); a step is the time since the last one, at most a control period (a
+        late tick does not jump), and restarts the control timer."""
         now = self._now()
+        last = self._last_tick
+        if last is not None and 0.0 <= now - last < min_gap:
+            return
+        dt = self._period if last is None or now <= last else min(now - last, self._period)
+        self._last_tick = now
+        self._timer.reset()
         self._check_estimate_age(now)
-        reference = self.modes.tick(now, self._period)
+        reference = self.modes.tick(now, dt)
         self._log_events()
         if reference is None:
             return

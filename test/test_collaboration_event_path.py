@@ -1,0 +1,93 @@
+"""Issue 14's latency path in the planner: the admittance reference leaves as each human wrench
+arrives (``admittance_on_wrench``), not at the control timer's next tick. The planner is never
+spun here, so its timer never fires: every reference seen came from a wrench."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from rclpy.parameter import Parameter
+from std_srvs.srv import Trigger
+
+from inertia_estimation_ros.core.inertial import InertialParameters
+from inertia_estimation_ros.msg import ExternalWrench, GraspState, PayloadEstimate
+from inertia_estimation_ros.ros.conversions import to_inertia, to_pose, to_time, to_wrench
+from inertia_estimation_ros.ros.nodes.planner_node import PlannerNode
+
+RATE = 1.0  # [Hz] a control period (1 s) far longer than the calls below
+
+
+def _estimate() -> PayloadEstimate:
+    body = InertialParameters.from_mass_com_inertia(
+        8.0, np.array([0.3, 0.1, 0.0]), np.diag([0.4, 0.5, 0.7])
+    )
+    msg = PayloadEstimate(grasps_valid=True, mass_valid=True, com_valid=True, inertia_valid=True)
+    msg.inertia = to_inertia(body)
+    return msg
+
+
+def _planner(ros_context: object, on_wrench: bool) -> tuple[PlannerNode, list, list]:
+    """A planner in admittance mode; the references it publishes and the steps it takes."""
+    planner = PlannerNode(
+        context=ros_context,
+        parameter_overrides=[
+            Parameter("admittance_rate", value=RATE),
+            Parameter("admittance_on_wrench", value=on_wrench),
+        ],
+    )
+    mode, published, steps = planner.admittance, [], []
+    mode._pose.publish = published.append
+    tick = mode.modes.tick
+    mode.modes.tick = lambda now, dt: (steps.append(dt), tick(now, dt))[1]
+    mode.on_estimate(_estimate())
+    pose = GraspState(robot_id="robot_1", home_frame_id="robot_1/home", has_pose=True)
+    pose.header.frame_id, pose.pose = "robot_1/grasp", to_pose(np.eye(4))
+    pose.header.stamp = to_time(_now(planner))
+    mode._on_pose(pose)
+    assert mode._on_start(Trigger.Request(), Trigger.Response()).success
+    return planner, published, steps
+
+
+def _now(planner: PlannerNode) -> float:
+    return planner.get_clock().now().nanoseconds * 1e-9
+
+
+def _push(planner: PlannerNode, stamp: float) -> None:
+    msg = ExternalWrench(wrench=to_wrench(np.r_[0, 0, 0, 10.0, 0, 0]))
+    msg.header.stamp = to_time(stamp)
+    planner.admittance._on_wrench(msg)
+
+
+@pytest.mark.timeout(60)
+def test_each_wrench_publishes_the_reference_at_once_at_most_twice_the_rate(ros_context) -> None:
+    """A wrench publishes a reference in its own callback; a second one within half a control
+    period does not; a late one steps the reference by one period at most (no jump)."""
+    planner, published, steps = _planner(ros_context, on_wrench=True)
+    try:
+        _push(planner, _now(planner))
+        assert len(published) == 1 and published[0].header.frame_id == "robot_1/home"
+        _push(planner, _now(planner))  # microseconds later: within half a period
+        assert len(published) == 1
+        planner.admittance._last_tick -= 5.0 / RATE  # the last reference is 5 periods old
+        _push(planner, _now(planner))
+        assert len(published) == 2 and steps == [1.0 / RATE, 1.0 / RATE]
+        nan = ExternalWrench(wrench=to_wrench(np.r_[np.nan, 0, 0, 0, 0, 0]))
+        nan.header.stamp = to_time(_now(planner))
+        planner.admittance._last_tick -= 5.0 / RATE
+        planner.admittance._on_wrench(nan)  # ignored and counted: no reference from it
+        assert len(published) == 2
+        assert planner.admittance.supervisor.ignored["non-finite wrench"] == 1
+    finally:
+        planner.destroy_node()
+
+
+@pytest.mark.timeout(60)
+def test_without_admittance_on_wrench_only_the_timer_publishes(ros_context) -> None:
+    planner, published, _ = _planner(ros_context, on_wrench=False)
+    try:
+        _push(planner, _now(planner))
+        assert published == [] and planner.admittance.supervisor._wrench is not None
+        planner.admittance._tick()  # what the control timer runs
+        assert len(published) == 1
+    finally:
+        planner.destroy_node()

@@ -18,8 +18,8 @@
    speeds, one estimate) against n. Best of repeated runs, CPU time of this process
    (``time.process_time``; wall clock on the shared 2-core machine is noisier).
 3. ``--identify-seeds N`` (alone): the in-flight identification's CoM error/sigma over N
-   seeds of a 6 s waypoint flight, the accelerations paired with the tensions of their
-   instant and as they stand (about 1 min per seed).
+   seeds of a 6 s waypoint flight, the motion at the tensions' instant smoothed over a
+   fixed lag and filtered, read ``lag`` later (about 1 min per seed).
 """
 
 from __future__ import annotations
@@ -133,18 +133,6 @@ def identified_payload(quick: bool):
     return use
 
 
-class _AsItStands:
-    """The payload's motion filter with its accelerations taken as they stand (no lag)."""
-
-    lag = (0.0, 0.0)
-
-    def __init__(self, motion) -> None:
-        self.motion = motion
-
-    def __getattr__(self, name: str):
-        return getattr(self.motion, name)
-
-
 def _add_after_a_second(runs: dict, motions: dict, estimate) -> None:
     if estimate.stamp > 1.0:
         for name, run in runs.items():
@@ -154,22 +142,26 @@ def _add_after_a_second(runs: dict, motions: dict, estimate) -> None:
 def identification_seeds(seeds: int) -> None:
     """The in-flight CoM over seeds 1..``seeds`` of ``identified_payload``'s 6 s flight
     (samples after 1 s, description 20 % light, the weak prior; raw, before the validity
-    thresholds): error/sigma with the accelerations paired with the tensions of their instant
-    (``PayloadMotionFilter.lag``) and as they stand (51 ms late), on the same flights."""
+    thresholds): error/sigma with the motion smoothed at the tensions' instant over the
+    default fixed lag and filtered, read ``PayloadMotionFilter.lag`` later (smoothing_lag 0),
+    on the same flights."""
     from inertia_estimation_ros.core.aerial.identification import OnlinePayloadIdentification
     from inertia_estimation_ros.core.cooperative.payload_properties import payload_properties
     from inertia_estimation_ros.ros.graph import data_file
 
     config = yaml.safe_load(data_file("paper002_aerial.yaml", "config/scenarios").read_text())
-    z = {"paired": [], "as it stands": []}
+    z = {"smoothed": [], "paired": []}
     print("| seed | pairing | mass [kg] | CoM [mm] | CoM sigma [mm] | CoM error/sigma |")
     print("|---|---|---|---|---|---|")
     for seed in range(1, seeds + 1):
         flight = {"name": "identify", "duration": 6.0, "human": {}, "seed": seed}
         scenario, r = run_scenario(config | flight)
         estimator = AerialTeamEstimator(team_model(scenario, 0.8))
-        runs = {name: OnlinePayloadIdentification(estimator.model) for name in z}
-        motions = {"paired": estimator.motion, "as it stands": _AsItStands(estimator.motion)}
+        runs = {
+            "smoothed": OnlinePayloadIdentification(estimator.model),
+            "paired": OnlinePayloadIdentification(estimator.model, smoothing_lag=0.0),
+        }
+        motions = dict.fromkeys(runs, estimator.motion)
         feed(estimator, r, each=partial(_add_after_a_second, runs, motions))
         for name, run in runs.items():
             result = run.identification.solve_with_prior(run.nominal, run.information)

@@ -11,8 +11,10 @@ dV = (Omega_dot, R^T a - Omega x R^T v) and gravity g = R^T (0, 0, -g). Each sam
 whitened by the tensions' covariance (the UKFs') plus, to first order, the payload's filtered
 acceleration's (its covariance through the spatial inertia of a linearization point: taken
 as exact, it biased the CoM's height by 2-4 cm, 3-5 sigma, in MuJoCo flights); the online
-identification pairs each sample's tensions with the accelerations of their instant (the
-filter's are the truth delayed, ``PayloadMotionFilter.lag``). Both
+identification pairs each sample's tensions with the payload's motion at their instant,
+smoothed over a fixed lag (the filter's accelerations are the truth delayed,
+``PayloadMotionFilter.lag``, and noisy: the smoother removes the delay and about halves
+the noise that biased the CoM's height, see docs/aerial-teams.md). Both
 the UKFs' tensions and the filtered motion are correlated in time, so that the samples are
 not independent: the stated covariance adds what the scores of consecutive clusters of
 samples disagree beyond the noise model (Newey-West, ``score_overdispersion``, as the ground
@@ -194,15 +196,17 @@ class OnlinePayloadIdentification:
     touches the payload, ``solve`` (periodically) for a ``TeamEstimate`` in L (the payload's
     mocap frame, the robots' "grasps" at their attach points) and the parameters to use:
     identified where valid by the thresholds of ``EstimatorSettings``, the description
-    elsewhere. Each sample pairs an estimate's tensions with the motion of its instant (the
-    filtered accelerations ``motion.lag`` later, interpolated; none across a gap in the
-    samples longer than ``max_gap`` [s])."""
+    elsewhere. Each sample pairs an estimate's tensions with the motion of its instant:
+    smoothed (RTS) over the ``smoothing_lag`` [s] of mocap that followed it, or with 0 the
+    filtered motion with its accelerations read ``motion.lag`` later; interpolated between
+    posteriors, none across a gap in the mocap longer than ``max_gap`` [s]."""
 
     def __init__(
         self,
         model: AerialTeamModel,
         settings: EstimatorSettings | None = None,
         max_gap: float = 0.05,
+        smoothing_lag: float = 0.2,
     ):
         self.model = model
         self.settings = settings or EstimatorSettings()
@@ -216,54 +220,53 @@ class OnlinePayloadIdentification:
         self.stamp = -np.inf
         self.max_gap = float(max_gap)
         self.dropped = 0  # samples whose motion had a gap (contact, degraded sources)
-        self._pending: deque = deque()  # (estimate, velocity, Omega) awaiting their motion
-        self._motion: deque = deque()  # (stamp, (accel, Omega_dot), covariance)
+        self.smoothing_lag = float(smoothing_lag)
+        self._pending: deque = deque()  # estimates awaiting their motion
 
     @property
     def samples(self) -> int:
         return self.identification.data.n_rows // 6
 
     def add(self, estimate: AerialTeamEstimate, motion: PayloadMotionFilter) -> bool:
-        """A valid estimate with the payload's filtered motion; False if there was none to
-        take. Its sample is formed once the motion filter's accelerations of its instant
-        have arrived, ``motion.lag`` later (paired as they stand, the accelerations of
-        51 ms earlier biased the CoM's height by about one sigma)."""
+        """A valid estimate with the payload's motion filter; False if there was none to
+        take. Its sample is formed once ``smoothing_lag`` seconds of mocap have followed
+        it, with the motion smoothed over them at its instant (with 0: the filtered motion,
+        its accelerations read ``motion.lag`` later; paired as they stand, the
+        accelerations of 51 ms earlier biased the CoM's height by about one sigma)."""
         if not (estimate.valid and motion.ready) or estimate.stamp <= self.stamp:
             return False
         self.stamp = estimate.stamp
-        self._motion.append(
-            (estimate.stamp, np.r_[motion.accel, motion.Omega_dot], motion.covariance)
-        )
-        self._pending.append((estimate, motion.velocity, motion.Omega))
-        self._release(motion.lag)
+        self._pending.append(estimate)
+        self._release(motion)
         return True
 
-    def _release(self, lag: tuple[float, float]) -> None:
-        """The samples whose accelerations are in (interpolated in time); those whose
-        neighbours are further apart than ``max_gap`` are dropped."""
-        times = np.array([m[0] for m in self._motion])
-        while self._pending and self._pending[0][0].stamp + max(lag) <= times[-1] + 1e-9:
-            estimate, v, Omega = self._pending.popleft()
-            at = estimate.stamp + np.repeat(lag, 3)
-            right = np.minimum(np.searchsorted(times, at - 1e-9), len(times) - 1)
-            left = np.maximum(right - 1, 0)
-            if np.any(times[right] - times[left] > self.max_gap):
+    def _release(self, motion: PayloadMotionFilter) -> None:
+        """The samples whose motion is in; those with a gap of the mocap longer than
+        ``max_gap`` between their instant and the end of their wait (or before the kept
+        history) are dropped: their motion would be the filter's, not smoothed."""
+        smooth = self.smoothing_lag > 0.0
+        lag = (0.0, 0.0) if smooth else motion.lag
+        wait = self.smoothing_lag if smooth else max(lag)
+        if not self._pending or self._pending[0].stamp + wait > motion.time + 1e-9:
+            return
+        linear, angular = motion.states(self._pending[0].stamp, smooth)
+        while self._pending and self._pending[0].stamp + wait <= motion.time + 1e-9:
+            estimate = self._pending.popleft()
+            t = estimate.stamp
+            covered = [
+                _covered(states[0], t, t + wait, self.max_gap) for states in (linear, angular)
+            ]
+            if not all(covered):
                 self.dropped += 1
                 continue
-            span = np.where(right > left, times[right] - times[left], 1.0)
-            share = np.clip((at - times[left]) / span, 0.0, 1.0)
-            rows = np.arange(6)
-            lower = np.array([self._motion[k][1] for k in left])[rows, rows]
-            upper = np.array([self._motion[k][1] for k in right])[rows, rows]
-            accelerations = lower + share * (upper - lower)
+            pairs = ((linear, 0.0), (linear, lag[0]), (angular, 0.0), (angular, lag[1]))
+            parts = [_interpolated(*states, t + delay) for states, delay in pairs]
+            (v, _), (a, P_a), (Omega, _), (Omega_dot, P_w) = parts
+            covariance = np.diag(np.r_[[P_a[2, 2]] * 3, [P_w[1, 1]] * 3])
             self.identification.add(
                 estimate.payload_R, estimate.tension, estimate.xi, estimate.cable_covariance,
-                v, accelerations[:3], Omega, accelerations[3:], self._motion[right[0]][2],
+                v[1], a[2], Omega[0], Omega_dot[1], covariance,
             )  # fmt: skip
-        while len(self._motion) > 1 and (
-            not self._pending or self._motion[1][0] <= self._pending[0][0].stamp
-        ):
-            self._motion.popleft()
 
     def solve(self) -> tuple[TeamEstimate, InertialParameters]:
         """(the estimate for msg/PayloadEstimate, the parameters for the human wrench)."""
@@ -323,6 +326,26 @@ class OnlinePayloadIdentification:
             residual_rms_force=0.0, residual_rms_moment=0.0, samples_kinematics=0,
             samples_static=0, samples_dynamic=result.samples, samples_rejected=0,
         )  # fmt: skip
+
+
+def _covered(times: np.ndarray, start: float, end: float, max_gap: float) -> bool:
+    """Whether posteriors at most ``max_gap`` apart cover [start, end]."""
+    first = int(np.searchsorted(times, start, side="right")) - 1
+    last = int(np.searchsorted(times, end - 1e-9))
+    if first < 0 or last >= len(times):
+        return False
+    return bool(np.diff(times[first : last + 1]).max(initial=0.0) <= max_gap)
+
+
+def _interpolated(
+    times: np.ndarray, x: np.ndarray, P: np.ndarray, t: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(state, covariance) at t, linear between the neighbouring posteriors."""
+    right = min(int(np.searchsorted(times, t - 1e-9)), len(times) - 1)
+    left = max(right - 1, 0)
+    share = (t - times[left]) / (times[right] - times[left]) if right > left else 0.0
+    share = min(max(share, 0.0), 1.0)
+    return x[left] + share * (x[right] - x[left]), P[left] + share * (P[right] - P[left])
 
 
 def _translation(p: np.ndarray) -> np.ndarray:

@@ -9,11 +9,16 @@ three axes share their matrices, so one covariance serves all three (states are 
 Both filters' accelerations are the truth delayed (``PayloadMotionFilter.lag``: about 51 ms
 for x_ddot and 40 ms for Omega_dot at 100 Hz with the default noises), their velocity and
 rate are not (to first order): whoever pairs an acceleration with another signal of the
-same instant (the in-flight identification) reads it ``lag`` later.
+same instant reads it ``lag`` later, or smooths: each filter keeps its posteriors of the
+last ``history`` seconds, and ``states`` runs a Rauch-Tung-Striebel backward pass over them
+with the filter's own F and Q (a fixed-lag smoother: the in-flight identification reads
+the payload's motion at a sample's instant once ``smoothing_lag`` seconds of mocap have
+followed it).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from math import factorial
@@ -67,12 +72,14 @@ def steady_state_lag(order: int, q: float, dt: float, measured: tuple) -> float:
 class _AxisFilter:
     """A Kalman filter on x_{k+1} = F x_k per axis, k states, the axes in columns."""
 
-    def __init__(self, order: int, spectral_density: float):
+    def __init__(self, order: int, spectral_density: float, history: float = 0.0):
         self.order, self.q = order, spectral_density**2
         self.x = np.zeros((order, 3))
         self.P = np.eye(order) * 1e6
         self.time: float | None = None
         self.step: float | None = None  # the mean dt (exponential, over ~20 steps)
+        self.history_span = float(history)
+        self.history: deque = deque()  # (time, x, P): the posteriors before the current one
 
     def lag(self, measured: tuple) -> float:
         """The top state's delay at the mean step (``steady_state_lag``); 0 before one."""
@@ -87,11 +94,32 @@ class _AxisFilter:
         dt = t - self.time
         if dt <= 0.0:
             return
+        self.history.append((self.time, self.x, self.P))
+        while self.history and self.history[0][0] < t - self.history_span:
+            self.history.popleft()
         self.time = t
         self.step = dt if self.step is None else 0.95 * self.step + 0.05 * dt
         F, Q = _transition(self.order, self.q, dt)
         self.x = F @ self.x
         self.P = F @ self.P @ F.T + Q
+
+    def states(self, since: float, smooth: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Times (n,), states (n, order, 3) and covariances (n, order, order) of the
+        posteriors from the last one at or before ``since`` to the current one; if
+        ``smooth``, conditioned on all of them (RTS backward pass, the filter's F and Q)."""
+        entries = [*self.history, (self.time, self.x, self.P)]
+        times = np.array([e[0] for e in entries])
+        start = max(int(np.searchsorted(times, since, side="right")) - 1, 0)
+        times = times[start:]
+        x = np.array([e[1] for e in entries[start:]])
+        P = np.array([e[2] for e in entries[start:]])
+        for k in range(len(times) - 2, -1, -1) if smooth else ():
+            F, Q = _transition(self.order, self.q, times[k + 1] - times[k])
+            FP = F @ P[k]
+            gain = np.linalg.solve(FP @ F.T + Q, FP).T  # P_k F^T P_{k+1|k}^-1
+            x[k] = x[k] + gain @ (x[k + 1] - F @ x[k])
+            P[k] = P[k] + gain @ (P[k + 1] - FP @ F.T - Q) @ gain.T
+        return times, x, P
 
     def update(self, index: int, z: np.ndarray, std: float) -> None:
         """Measure state ``index`` of every axis (z, shape (3,)) with noise ``std``."""
@@ -107,10 +135,11 @@ class _AxisFilter:
 class PayloadMotionFilter:
     """x_ddot_L (in I) and Omega_dot_L (in L) from the payload's mocap."""
 
-    def __init__(self, noise: PayloadMotionNoise | None = None):
+    def __init__(self, noise: PayloadMotionNoise | None = None, history: float = 1.0):
+        """``history`` [s]: how long the posteriors are kept for ``states``."""
         self.noise = noise or PayloadMotionNoise()
-        self._linear = _AxisFilter(3, self.noise.jerk)
-        self._angular = _AxisFilter(2, self.noise.angular_jerk)
+        self._linear = _AxisFilter(3, self.noise.jerk, history)
+        self._angular = _AxisFilter(2, self.noise.angular_jerk, history)
 
     def update_pose(self, t: float, x: np.ndarray) -> None:
         self._linear.predict(t)
@@ -132,6 +161,18 @@ class PayloadMotionFilter:
         n = self.noise
         linear = self._linear.lag(((0, n.position), (1, n.velocity)))
         return linear, self._angular.lag(((0, n.rate),))
+
+    @property
+    def time(self) -> float:
+        """The stamp of the latest mocap [s] (-inf before any)."""
+        times = (self._linear.time, self._angular.time)
+        return min(times) if None not in times else -np.inf
+
+    def states(self, since: float, smooth: bool) -> tuple:
+        """((times, (x, x_dot, x_ddot) states, covariances) of the linear filter, the same
+        of the angular one (Omega, Omega_dot)) from ``since`` to now (``_AxisFilter.states``:
+        smoothed over them all if ``smooth``)."""
+        return self._linear.states(since, smooth), self._angular.states(since, smooth)
 
     @property
     def ready(self) -> bool:

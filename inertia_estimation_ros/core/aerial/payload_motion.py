@@ -79,7 +79,8 @@ class _AxisFilter:
         self.time: float | None = None
         self.step: float | None = None  # the mean dt (exponential, over ~20 steps)
         self.history_span = float(history)
-        self.history: deque = deque()  # (time, x, P): the posteriors before the current one
+        self.history: deque = deque()  # the posteriors before the current one: (time, x, P,
+        # the step to the next one: F, the predicted covariance, the smoother's gain)
 
     def lag(self, measured: tuple) -> float:
         """The top state's delay at the mean step (``steady_state_lag``); 0 before one."""
@@ -94,31 +95,34 @@ class _AxisFilter:
         dt = t - self.time
         if dt <= 0.0:
             return
-        self.history.append((self.time, self.x, self.P))
+        F, Q = _transition(self.order, self.q, dt)
+        predicted = F @ self.P @ F.T + Q
+        gain = np.linalg.solve(predicted, F @ self.P).T  # RTS: P_k F^T P_{k+1|k}^-1
+        self.history.append((self.time, self.x, self.P, F, predicted, gain))
         while self.history and self.history[0][0] < t - self.history_span:
             self.history.popleft()
         self.time = t
         self.step = dt if self.step is None else 0.95 * self.step + 0.05 * dt
-        F, Q = _transition(self.order, self.q, dt)
         self.x = F @ self.x
-        self.P = F @ self.P @ F.T + Q
+        self.P = predicted
 
     def states(self, since: float, smooth: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Times (n,), states (n, order, 3) and covariances (n, order, order) of the
         posteriors from the last one at or before ``since`` to the current one; if
         ``smooth``, conditioned on all of them (RTS backward pass, the filter's F and Q)."""
-        entries = [*self.history, (self.time, self.x, self.P)]
+        entries = [(self.time, self.x, self.P, None, None, None)]
+        for entry in reversed(self.history):  # back to the last one at or before ``since``
+            if entries[-1][0] <= since:
+                break
+            entries.append(entry)
+        entries.reverse()
         times = np.array([e[0] for e in entries])
-        start = max(int(np.searchsorted(times, since, side="right")) - 1, 0)
-        times = times[start:]
-        x = np.array([e[1] for e in entries[start:]])
-        P = np.array([e[2] for e in entries[start:]])
-        for k in range(len(times) - 2, -1, -1) if smooth else ():
-            F, Q = _transition(self.order, self.q, times[k + 1] - times[k])
-            FP = F @ P[k]
-            gain = np.linalg.solve(FP @ F.T + Q, FP).T  # P_k F^T P_{k+1|k}^-1
-            x[k] = x[k] + gain @ (x[k + 1] - F @ x[k])
-            P[k] = P[k] + gain @ (P[k + 1] - FP @ F.T - Q) @ gain.T
+        x = np.array([e[1] for e in entries])
+        P = np.array([e[2] for e in entries])
+        for k in range(len(entries) - 2, -1, -1) if smooth else ():
+            _, x_k, P_k, F, predicted, gain = entries[k]
+            x[k] = x_k + gain @ (x[k + 1] - F @ x_k)
+            P[k] = P_k + gain @ (P[k + 1] - predicted) @ gain.T
         return times, x, P
 
     def update(self, index: int, z: np.ndarray, std: float) -> None:

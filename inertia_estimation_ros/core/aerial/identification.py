@@ -222,6 +222,7 @@ class OnlinePayloadIdentification:
         self.dropped = 0  # samples whose motion had a gap (contact, degraded sources)
         self.smoothing_lag = float(smoothing_lag)
         self._pending: deque = deque()  # estimates awaiting their motion
+        self._motion: PayloadMotionFilter | None = None  # the last one given to ``add``
 
     @property
     def samples(self) -> int:
@@ -237,6 +238,7 @@ class OnlinePayloadIdentification:
             return False
         self.stamp = estimate.stamp
         self._pending.append(estimate)
+        self._motion = motion
         self._release(motion)
         return True
 
@@ -269,7 +271,11 @@ class OnlinePayloadIdentification:
             )  # fmt: skip
 
     def solve(self) -> tuple[TeamEstimate, InertialParameters]:
-        """(the estimate for msg/PayloadEstimate, the parameters for the human wrench)."""
+        """(the estimate for msg/PayloadEstimate, the parameters for the human wrench);
+        first forms the samples whose wait has passed since the last ``add`` (after a
+        contact began, say)."""
+        if self._motion is not None:
+            self._release(self._motion)
         result = self.identification.solve_with_prior(self.nominal, self.information)
         props = payload_properties(result.params.vec, result.covariance)
         valid = self._validity(props, excited=not result.advice)

@@ -324,7 +324,7 @@ def test_smoothed_accelerations_err_less_than_the_filtered_ones_and_their_sigma_
 def test_samples_still_waiting_when_the_estimates_stop_are_formed_at_the_next_solve():
     """A contact stops the estimates while the mocap goes on: the last 0.2 s of samples,
     still waiting for their smoothing lag, are formed by the next ``solve`` (if it comes
-    within the motion filter's history, 1 s; else they are dropped and counted)."""
+    within the motion filter's history, 2 s; else they are dropped and counted)."""
     from types import SimpleNamespace
 
     from inertia_estimation_ros.core.aerial.payload_motion import PayloadMotionFilter
@@ -332,7 +332,7 @@ def test_samples_still_waiting_when_the_estimates_stop_are_formed_at_the_next_so
     online, motion, formed = _online(1.0, 0.2), PayloadMotionFilter(), []
     online.identification.add = lambda *sample: formed.append(sample)
     online.identification.solve_with_prior = lambda *_: formed.append("solved") or 1 / 0
-    for t in np.arange(0.0, 2.5, 0.01):  # mocap for 0.5 s more (within its history)
+    for t in np.arange(0.0, 3.5, 0.01):  # mocap for 1.5 s more (within its history)
         v, _, Omega, _ = _truth(t)
         motion.update_pose(t, np.sin(W_LINEAR * t) / W_LINEAR**2)
         motion.update_twist(t, v, Omega)

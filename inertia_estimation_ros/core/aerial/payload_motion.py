@@ -139,8 +139,10 @@ class _AxisFilter:
 class PayloadMotionFilter:
     """x_ddot_L (in I) and Omega_dot_L (in L) from the payload's mocap."""
 
-    def __init__(self, noise: PayloadMotionNoise | None = None, history: float = 1.0):
-        """``history`` [s]: how long the posteriors are kept for ``states``."""
+    def __init__(self, noise: PayloadMotionNoise | None = None, history: float = 2.0):
+        """``history`` [s]: how long the posteriors are kept for ``states`` (2 s: the
+        in-flight identification's samples wait 0.2 s, and up to a solve period, 1 s, after
+        a contact stops the estimates)."""
         self.noise = noise or PayloadMotionNoise()
         self._linear = _AxisFilter(3, self.noise.jerk, history)
         self._angular = _AxisFilter(2, self.noise.angular_jerk, history)

@@ -90,6 +90,29 @@ def test_a_sped_up_then_paused_replay_keeps_the_schedule_on_simulated_time(ros_c
         cycles.append(coordinator._now())
 
     coordinator._step = counted_step
+    published = []  # the estimates the coordinator published
+    publish = coordinator._publish
+
+    def counted_publish(estimate) -> None:
+        publish(estimate)
+        published.append(estimate)
+
+    coordinator._publish = counted_publish
+
+    def settle() -> None:
+        """Until the coordinator has nothing left to publish (no solve running or deferred
+        by its CPU share after two more worker cycles) and every estimate has arrived."""
+
+        def idle() -> bool:
+            return not coordinator._solver.busy and time.monotonic() >= coordinator._solve_allowed
+
+        while True:
+            assert wait_for(idle, 30.0)
+            n = len(cycles)
+            assert wait_for(lambda n=n: len(cycles) >= n + 2, 30.0)
+            if idle():
+                break
+        assert wait_for(lambda: len(listener.estimates) == len(published), 30.0)
 
     def caught_up(now: float) -> bool:  # a whole worker cycle has seen this clock
         return len(cycles) > 1 and cycles[-2] >= now - 1e-9
@@ -99,9 +122,12 @@ def test_a_sped_up_then_paused_replay_keeps_the_schedule_on_simulated_time(ros_c
         assert wait_for(lambda: listener.estimates, 30.0)  # the first, at start
         replay.play(0.5)
         assert wait_for(lambda: len(listener.estimates) >= 2, 30.0)
+        settle()
         first = len(listener.estimates)
         replay.play(6.0)  # 6 simulated seconds in 1.5 s of wall time
-        time.sleep(0.5)  # the last estimates in flight
+        # a solve due on the replay's clock may start late (the solves' CPU share): wait for
+        # it, not for a guessed time (0.5 s once let one arrive during the pause)
+        settle()
         during = len(listener.estimates) - first
         assert 6.0 / PERIOD - 2 <= during <= 6.0 / PERIOD + 1, during
         paused = len(listener.estimates)

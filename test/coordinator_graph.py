@@ -6,6 +6,7 @@ its receiver (flow control), so that a starved process slows the stream, never c
 
 from __future__ import annotations
 
+import bisect
 import copy
 import os
 import signal
@@ -170,10 +171,22 @@ class TeamPublisher:
         self._thread.join(10.0)
 
 
-def accepted_instants(coordinator: Node) -> Callable[[], int]:
-    """Instants an in-process coordinator has taken: its fewest samples accepted of a robot."""
+def accepted_instants(coordinator: Node, messages: list) -> Callable[[], int]:
+    """Instants of ``messages`` an in-process coordinator has taken: for the robot furthest
+    behind, how many are stamped at or before its newest accepted sample. Progress by stamp,
+    not by a count of accepted samples: best-effort messages lost before discovery or to a
+    full queue would otherwise hold the stream back for good."""
     pipeline = coordinator.pipeline
-    return lambda: min(pipeline.accepted[r] for r in pipeline.robot_ids)
+    stamps = {r: [stamp_ns({r: instant[r]}) * 1e-9 for instant in messages] for r in ROBOTS}
+
+    def taken() -> int:
+        latest = dict(pipeline.latest)
+        return min(
+            bisect.bisect_right(stamps[r], latest[r].stamp + 1e-6) if r in latest else 0
+            for r in ROBOTS
+        )
+
+    return taken
 
 
 def stamp_ns(instant: dict[str, GraspState]) -> int:

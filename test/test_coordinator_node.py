@@ -5,12 +5,15 @@ trees (robot_state_publisher's) under one root."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import rclpy
 from coordinator_graph import (
     Listener,
     TeamPublisher,
     accepted_instants,
+    stamp_ns,
     start,
     team_messages,
     wait_for,
@@ -130,7 +133,8 @@ def test_services_tf_and_markers_over_dds(context):
     group = start(context, coordinator, listener, client_node)
     # One pass, as fast as the coordinator takes it: a starved process slows it, never cuts it.
     team = Node("team", context=context)
-    publisher = TeamPublisher(team, team_messages(), consumed=accepted_instants(coordinator))
+    messages = team_messages()
+    publisher = TeamPublisher(team, messages, consumed=accepted_instants(coordinator, messages))
     try:
         empty = call(clients["estimate_now"])
         assert not empty.success and "stage WAITING" in empty.message
@@ -157,6 +161,23 @@ def test_services_tf_and_markers_over_dds(context):
     finally:
         publisher.join()
         group.stop()
+
+
+def test_the_receivers_progress_is_by_stamp_so_lost_messages_never_stall_a_stream():
+    """Best-effort messages lost before discovery are never accepted: progress counts the
+    instants up to each robot's newest accepted stamp, not the samples accepted."""
+    messages = team_messages()[:200]
+    pipeline = SimpleNamespace(latest={})
+    taken = accepted_instants(SimpleNamespace(pipeline=pipeline), messages)
+    assert taken() == 0
+
+    def newest(k: int, robot: str) -> SimpleNamespace:
+        return SimpleNamespace(stamp=stamp_ns({robot: messages[k][robot]}) * 1e-9)
+
+    pipeline.latest = {r: newest(150, r) for r in ROBOTS}  # however many were lost before
+    assert taken() == 151
+    pipeline.latest["robot_3"] = newest(120, "robot_3")
+    assert taken() == 121
 
 
 def test_a_flow_controlled_stream_stays_within_its_window_of_the_receiver(context):

@@ -95,13 +95,15 @@ def test_two_teams_under_their_namespaces_estimate_independently(tmp_path):
     spinner = start(context, listener, node)
     # One pass per team, as fast as its coordinator takes it (a starved process slows the
     # streams, never cuts them).
+    streams = {team: team_streams(scale) for team, scale in teams.items()}
     publishers = [
         TeamPublisher(
-            node, team_streams(scale), prefix=team, consumed=accepted_instants(coordinator)
+            node,
+            streams[team],
+            prefix=team,
+            consumed=accepted_instants(coordinator, streams[team]),
         )
-        for (team, scale), (coordinator,) in zip(
-            teams.items(), [g.nodes for g in groups], strict=True
-        )
+        for team, (coordinator,) in zip(teams, [g.nodes for g in groups], strict=True)
     ]
     for publisher in publishers:
         publisher.start()

@@ -25,7 +25,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.node import Node
 
 from inertia_estimation_ros.msg import GraspState, PayloadEstimate
-from inertia_estimation_ros.ros.conversions import to_grasp_state
+from inertia_estimation_ros.ros.conversions import seconds, to_grasp_state
 from inertia_estimation_ros.ros.interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS
 from inertia_estimation_ros.ros.runtime import NodeGroup
 
@@ -159,7 +159,8 @@ class TeamPublisher:
         sample period."""
         if not (self.continuous and self.passes):
             return msg
-        span = stamp_ns(self.messages[-1]) - stamp_ns(self.messages[0]) + 10_000_000
+        first, last = (next(iter(m.values())) for m in (self.messages[0], self.messages[-1]))
+        span = stamp_ns(last) - stamp_ns(first) + 10_000_000
         t = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec + self.passes * span
         out = copy.copy(msg)
         out.header = copy.copy(msg.header)
@@ -177,7 +178,7 @@ def accepted_instants(coordinator: Node, messages: list) -> Callable[[], int]:
     not by a count of accepted samples: best-effort messages lost before discovery or to a
     full queue would otherwise hold the stream back for good."""
     pipeline = coordinator.pipeline
-    stamps = {r: [stamp_ns({r: instant[r]}) * 1e-9 for instant in messages] for r in ROBOTS}
+    stamps = {r: [seconds(instant[r].header.stamp) for instant in messages] for r in ROBOTS}
 
     def taken() -> int:
         latest = dict(pipeline.latest)
@@ -189,10 +190,9 @@ def accepted_instants(coordinator: Node, messages: list) -> Callable[[], int]:
     return taken
 
 
-def stamp_ns(instant: dict[str, GraspState]) -> int:
-    """The stamp of an instant's first message [ns]."""
-    stamp = next(iter(instant.values())).header.stamp
-    return stamp.sec * 1_000_000_000 + stamp.nanosec
+def stamp_ns(msg: GraspState) -> int:
+    """A message's stamp [ns], exact (the restamped passes add integers)."""
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
 
 class CoordinatorProcess:

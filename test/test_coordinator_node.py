@@ -13,7 +13,6 @@ from coordinator_graph import (
     Listener,
     TeamPublisher,
     accepted_instants,
-    stamp_ns,
     start,
     team_messages,
     wait_for,
@@ -29,6 +28,7 @@ from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 
 from inertia_estimation_ros.msg import GraspState, PayloadEstimate
+from inertia_estimation_ros.ros.conversions import seconds
 from inertia_estimation_ros.ros.interface import LATCHED_QOS, RELIABLE_QOS
 from inertia_estimation_ros.ros.nodes.coordinator_node import CoordinatorNode
 from inertia_estimation_ros.ros.parameters import ParameterError
@@ -172,7 +172,7 @@ def test_the_receivers_progress_is_by_stamp_so_lost_messages_never_stall_a_strea
     assert taken() == 0
 
     def newest(k: int, robot: str) -> SimpleNamespace:
-        return SimpleNamespace(stamp=stamp_ns({robot: messages[k][robot]}) * 1e-9)
+        return SimpleNamespace(stamp=seconds(messages[k][robot].header.stamp))
 
     pipeline.latest = {r: newest(150, r) for r in ROBOTS}  # however many were lost before
     assert taken() == 151

@@ -44,7 +44,7 @@ from ..regressor import body_regressor
 from ..spatial import skew
 from .allocation import E3, GRAVITY
 from .human_wrench import tension_vector_covariance
-from .payload_motion import PayloadMotionFilter
+from .payload_motion import PayloadMotionFilter, acceleration_covariance
 from .team_estimation import AerialTeamEstimate, AerialTeamModel
 
 
@@ -264,10 +264,9 @@ class OnlinePayloadIdentification:
             pairs = ((linear, 0.0), (linear, lag[0]), (angular, 0.0), (angular, lag[1]))
             parts = [_interpolated(*states, t + delay) for states, delay in pairs]
             (v, _), (a, P_a), (Omega, _), (Omega_dot, P_w) = parts
-            covariance = np.diag(np.r_[[P_a[2, 2]] * 3, [P_w[1, 1]] * 3])
             self.identification.add(
                 estimate.payload_R, estimate.tension, estimate.xi, estimate.cable_covariance,
-                v[1], a[2], Omega[0], Omega_dot[1], covariance,
+                v[1], a[2], Omega[0], Omega_dot[1], acceleration_covariance(P_a, P_w),
             )  # fmt: skip
 
     def solve(self) -> tuple[TeamEstimate, InertialParameters]:

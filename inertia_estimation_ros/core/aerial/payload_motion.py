@@ -69,6 +69,12 @@ def steady_state_lag(order: int, q: float, dt: float, measured: tuple) -> float:
     return float(np.linalg.solve(np.eye(order) - M @ F, M @ w)[-1])
 
 
+def acceleration_covariance(P_linear: np.ndarray, P_angular: np.ndarray) -> np.ndarray:
+    """6x6 covariance of (x_ddot_L, Omega_dot_L) from the linear filter's (x, x_dot, x_ddot)
+    and the angular filter's (Omega, Omega_dot) covariances (axes independent)."""
+    return np.diag(np.r_[[P_linear[2, 2]] * 3, [P_angular[1, 1]] * 3])
+
+
 class _AxisFilter:
     """A Kalman filter on x_{k+1} = F x_k per axis, k states, the axes in columns."""
 
@@ -203,4 +209,4 @@ class PayloadMotionFilter:
     @property
     def covariance(self) -> np.ndarray:
         """6x6 covariance of (x_ddot_L, Omega_dot_L) (axes independent)."""
-        return np.diag(np.r_[[self._linear.P[2, 2]] * 3, [self._angular.P[1, 1]] * 3])
+        return acceleration_covariance(self._linear.P, self._angular.P)

@@ -305,6 +305,9 @@ def _balancing_planner(ros_context, executor) -> tuple[PlannerNode, Node, list, 
             # the one estimate of the test must not go stale (5 s by default) while a loaded
             # machine plans and feeds: staleness has its own test above
             Parameter("admittance_estimate_timeout", value=600.0),
+            # nor the test's feeder thread, starved on a loaded machine, stop it safely (0.5 s
+            # by default; the likely cause of one CI run's "timed out waiting for the push")
+            Parameter("admittance_input_timeout", value=10.0),
         ],
     )
     listener = Node("listener", context=ros_context)

@@ -17,6 +17,8 @@
    and the coordinator's whole team step (payload mocap, every robot's pose, twist and rotor
    speeds, one estimate) against n. Best of repeated runs, CPU time of this process
    (``time.process_time``; wall clock on the shared 2-core machine is noisier).
+   ``--ukf-step``: only the UKF step (and the first step's wall time: the kernels' compile or
+   cache load).
 3. ``--identify-seeds N`` (alone): the in-flight identification's CoM error/sigma over N
    seeds of a 6 s waypoint flight, the motion at the tensions' instant smoothed over a
    fixed lag and filtered, read ``lag`` later (about 1 min per seed).
@@ -282,12 +284,17 @@ def bare_ukf_step(n: int = 19, m: int = 18):
 
 
 def ukf_cost() -> None:
-    """One robot's UKF step (predict 10 ms + full mocap update) against the numpy floor."""
+    """One robot's UKF step (predict 10 ms + full mocap update) against the numpy floor; and
+    the first step's wall time (numba compiles the kernels, or loads them from its cache)."""
     model = RobotCableModel(0.25, np.array([0.000601, 0.000589, 0.001076]), 1.0)
     x0 = np.zeros(19)
     x0[2], x0[12:15], x0[18] = 2.0, [0.0, 0.0, -1.0], 0.9
     ukf = CableTensionUKF(model, x0, np.diag(np.square(START_STDS)), TEAM_UKF_NOISE)
     u, p, zero, xi = np.array([0.25 * GRAVITY + 0.9, 0, 0, 0]), x0[:3], np.zeros(3), x0[12:15]
+    tic = time.perf_counter()
+    ukf.predict(u, 0.01)
+    ukf.update_mocap(p, np.eye(3), zero, zero, xi, zero)
+    print(f"First UKF step of this process (wall): {time.perf_counter() - tic:.2f} s")
     predict = _best_cpu_time(lambda: ukf.predict(u, 0.01))
     update = _best_cpu_time(lambda: ukf.update_mocap(p, np.eye(3), zero, zero, xi, zero))
     floor = _best_cpu_time(bare_ukf_step())
@@ -335,6 +342,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="12 s flight, n <= 8")
     parser.add_argument("--cost", action="store_true", help="only the cost table")
+    parser.add_argument("--ukf-step", action="store_true", help="only the UKF step per robot")
     parser.add_argument(
         "--walks", type=float, nargs="*", default=[],
         help="extra rows: the dynamic estimate with these tension random walks [N/sqrt(s)]",
@@ -346,6 +354,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.identify_seeds:
         identification_seeds(args.identify_seeds)
+        return
+    if args.ukf_step:
+        ukf_cost()
         return
     if not args.cost:
         table_two(args.quick, args.walks)

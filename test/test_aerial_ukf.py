@@ -386,3 +386,33 @@ def test_a_short_gap_keeps_the_gate_and_a_bad_reacquire_setting_is_refused():
     assert ukf.counters["pose.gated"] == 1 and ukf.counters["pose.reacquired"] == 0
     with pytest.raises(ValueError, match="reacquire_after"):
         CableTensionUKF(MODEL, hover_state(), initial_covariance(), reacquire_after=0.0)
+
+
+def _double(value: float) -> float:
+    return 2.0 * value
+
+
+def test_without_a_writable_cache_directory_the_kernels_compile_uncached(monkeypatch):
+    """A read-only install without a writable user cache: numba finds no cache locator and
+    raises when it decorates; the kernels' decorator then compiles without a cache (once per
+    process) instead of failing the import."""
+    import numba
+    import numba.core.caching
+
+    monkeypatch.setattr(numba.core.caching.CacheImpl, "_locator_classes", [])
+    with pytest.raises(RuntimeError, match="no locator available"):
+        numba.njit(cache=True)(_double)
+    uncached = kernels._compiled(_double)
+    assert uncached(1.5) == 3.0
+    assert not uncached._cache.__class__.__name__ == "FunctionCache"
+
+
+def test_inputs_of_the_wrong_size_are_refused_with_the_cause():
+    ukf = CableTensionUKF(MODEL, hover_state(), initial_covariance(), NOISE)
+    with pytest.raises(ValueError, match=r"u = \[f, M_x, M_y, M_z\] \(4,\)"):
+        ukf.predict(np.zeros(3), DT)
+    with pytest.raises(ValueError, match="attach-point acceleration"):
+        ukf.predict(rotor_input(0), DT, attach_accel=np.zeros(2))
+    with pytest.raises(ValueError, match="pose update: need 6 values"):
+        ukf.update_pose(np.zeros(2), np.eye(3))
+    assert not ukf.counters

@@ -14,6 +14,7 @@ attach-point acceleration a_k = g e3 unless given (erratum 11).
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -344,3 +345,16 @@ class CableTensionUKF:
     def euler_zyx(self) -> np.ndarray:
         """Theta_k: yaw, pitch, roll [rad] (the paper's output)."""
         return Rotation.from_matrix(self.attitude).as_euler("ZYX")
+
+
+def warm_up() -> float:
+    """Compile the UKF's kernels now, or load them from numba's cache, and return the time
+    it took [s]: otherwise the first predict takes it (about 20 s of CPU to compile, under
+    1 s to load), e.g. in a node's first message callback."""
+    tic = time.perf_counter()
+    x0 = np.zeros(STATE_DIM)
+    x0[12:15] = -E3
+    ukf = CableTensionUKF(RobotCableModel(1.0, np.ones(3), 1.0), x0, np.eye(STATE_DIM))
+    ukf.predict(ukf._last_input, 0.01)
+    ukf.update_mocap(x0[:3], np.eye(3), x0[3:6], x0[9:12], x0[12:15], x0[15:18])
+    return time.perf_counter() - tic

@@ -18,7 +18,8 @@
    speeds, one estimate) against n. Best of repeated runs, CPU time of this process
    (``time.process_time``; wall clock on the shared 2-core machine is noisier).
    ``--ukf-step``: only the UKF step (and the first step's wall time: the kernels' compile or
-   cache load).
+   cache load); ``--ukf-step --against main``: main's and this tree's in alternating
+   processes (``--pairs`` of them), a before/after table.
 3. ``--identify-seeds N`` (alone): the in-flight identification's CoM error/sigma over N
    seeds of a 6 s waypoint flight, the motion at the tensions' instant smoothed over a
    fixed lag and filtered, read ``lag`` later (about 1 min per seed).
@@ -27,7 +28,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import subprocess
 import sys
+import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -306,6 +311,36 @@ def ukf_cost() -> None:
     )
 
 
+ROOT = Path(__file__).resolve().parents[1]
+STEP_LINE = re.compile(r"predict (\d+) us \+ full update (\d+) us = (\d+) us.*: (\d+) us")
+UKF_COST = "import sys; sys.path.insert(0, 'bench'); import bench_aerial_estimation; "
+UKF_COST += "bench_aerial_estimation.ukf_cost()"
+
+
+def ukf_step_against(revision: str, pairs: int) -> None:
+    """``ukf_cost`` of git ``revision`` (its files exported to a temporary folder) and of
+    this tree, in alternating processes (the shared machine's load drifts between runs)."""
+    header = "| run | load | code | predict [us] | update [us] | step [us] | numpy floor [us] |"
+    rows = [header, "|---|---|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as folder:
+        files = ["inertia_estimation_ros", "bench", "test"]
+        archive = subprocess.run(["git", "archive", revision, *files], cwd=ROOT, check=True,
+                                 capture_output=True).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+        for run in range(1, pairs + 1):
+            for name, tree in ((revision, folder), ("this tree", str(ROOT))):
+                load = os.getloadavg()[0]
+                environment = os.environ | {"PYTHONPATH": tree}
+                printed = subprocess.run(
+                    [sys.executable, "-c", UKF_COST], cwd=tree, env=environment, check=True,
+                    capture_output=True, text=True,
+                ).stdout  # fmt: skip
+                figures = " | ".join(STEP_LINE.search(printed).groups())
+                rows.append(f"| {run} | {load:.1f} | {name} | {figures} |")
+    print(f"UKF step per robot (CPU time, best of 7 x 200 calls), {revision} against this tree:")
+    print("\n".join(rows))
+
+
 def timings(quick: bool) -> None:
     ukf_cost()
     print("\nCost per call (best of repeats; target < 100 us per UKF step):")
@@ -344,6 +379,11 @@ def main() -> None:
     parser.add_argument("--cost", action="store_true", help="only the cost table")
     parser.add_argument("--ukf-step", action="store_true", help="only the UKF step per robot")
     parser.add_argument(
+        "--against", metavar="REVISION",
+        help="with --ukf-step: alternate runs of a git revision's UKF step and this tree's",
+    )  # fmt: skip
+    parser.add_argument("--pairs", type=int, default=4, help="runs of each with --against")
+    parser.add_argument(
         "--walks", type=float, nargs="*", default=[],
         help="extra rows: the dynamic estimate with these tension random walks [N/sqrt(s)]",
     )  # fmt: skip
@@ -356,7 +396,7 @@ def main() -> None:
         identification_seeds(args.identify_seeds)
         return
     if args.ukf_step:
-        ukf_cost()
+        ukf_step_against(args.against, args.pairs) if args.against else ukf_cost()
         return
     if not args.cost:
         table_two(args.quick, args.walks)

@@ -216,7 +216,7 @@ def test_one_gauss_newton_step_gives_the_converged_karcher_mean(
         P[ATTITUDE, ATTITUDE] = np.eye(3) * attitude_std**2
         P[9:12, 9:12] = np.eye(3) * (5 * attitude_std) ** 2
         X, q, _ = kernels.sigma_points(x, np.linalg.cholesky(P), scale, True)
-        X, q = kernels.propagate(X, q, MODEL.parameters, rotor_input(k), DT, HANGING)
+        X, q = kernels.propagate(X, q, MODEL.parameters, rotor_input(k), DT, np.array(HANGING))
         rotations = Rotation.from_quat(q[:, [1, 2, 3, 0]])
         mean, D = kernels.mean_and_residuals(X, q, wm, True)
         expected = _karcher_mean(rotations, wm)
@@ -232,6 +232,7 @@ def test_bad_measurements_are_gated_and_counted_and_coasting_grows_the_covarianc
     z = measurement(rng, truth)
     assert ukf.update_pose(z["p"], z["R"])
     assert not ukf.update_pose(z["p"] + [0.5, 0.0, 0.0], z["R"])  # a mocap jump of 0.5 m
+    assert ukf.last_nis["pose"] > chi2.ppf(0.9999, 6)
     assert not ukf.update_cable(np.full(3, np.nan), z["xi_dot"])
     assert not ukf.update_pose(z["p"], np.full((3, 3), np.nan))
     ukf.predict(rotor_input(0), DT)

@@ -108,11 +108,17 @@ class RobotCableModel:
         S = np.asarray(S, dtype=float)
         X = np.array(np.atleast_2d(S))
         q = np.array([kernels.quaternion(*phi) for phi in X[:, ATTITUDE].tolist()])
-        a_k = HANGING if attach_accel is None else np.asarray(attach_accel, dtype=float)
-        u = np.ascontiguousarray(u, dtype=float)
+        u, a_k = _kernel_inputs(u, attach_accel)
         out, q = kernels.propagate(X, q, self.parameters, u, float(dt), a_k)
         out[:, ATTITUDE] = [kernels.rotation_vector(*row) for row in q.tolist()]
         return out.reshape(S.shape)
+
+
+def _kernel_inputs(u: np.ndarray, attach_accel: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Fresh writable float64 copies of u and a_k (g e3 unless given): numba compiles a
+    kernel once per argument type, and a read-only array is another type."""
+    a_k = HANGING if attach_accel is None else attach_accel
+    return np.array(u, dtype=float), np.array(a_k, dtype=float)
 
 
 _BLOCKS = [3, 3, 3, 3, 3, 3, 1]
@@ -198,6 +204,7 @@ class CableTensionUKF:
         self.gate_probability = gate_probability
         self.reacquire_after = reacquire_after
         self.counters: Counter[str] = Counter()
+        self.last_nis: dict[str, float] = {}  # each kind's NIS (before any inflation)
         self.coasting: dict[str, float] = {}  # [s] predicted since each kind's last update
         hover_thrust = model.mass * GRAVITY + float(self.x[TENSION])
         self._last_input = np.array([hover_thrust, 0.0, 0.0, 0.0])  # until a valid input
@@ -211,8 +218,7 @@ class CableTensionUKF:
                 f"UKF step dt = {dt} s: time must not run backwards; drop or reorder the "
                 "out-of-order sample before predicting"
             )
-        u = np.ascontiguousarray(u, dtype=float)
-        a_k = HANGING if attach_accel is None else np.ascontiguousarray(attach_accel, float)
+        u, a_k = _kernel_inputs(u, attach_accel)
         if u.shape != (4,) or a_k.shape != (3,):
             raise ValueError(
                 f"UKF predict: need u = [f, M_x, M_y, M_z] (4,) and an attach-point "
@@ -259,6 +265,7 @@ class CableTensionUKF:
         if outcome == kernels.NOT_POSITIVE_DEFINITE:
             self._repair(P)
             outcome, nis = kernels.update(self.x, P, *args)
+        self.last_nis[name] = nis
         inflations = 0
         while outcome == kernels.GATED and reacquire and inflations < REACQUIRE_INFLATIONS:
             P = P * (2.0 * nis / gate)

@@ -13,7 +13,8 @@ from inertia_estimation_ros.sim.aerial.collaboration import (
     aerial_person,
     run_aerial_collaboration,
 )
-from inertia_estimation_ros.sim.scenario import load_scenario
+from inertia_estimation_ros.sim.aerial.human import PersonOnPayload
+from inertia_estimation_ros.sim.scenario import ScenarioError, load_scenario
 
 HANDLE_L = np.array([0.3083, 0.0, 0.01125])  # robot 2's attach point, paper 002's grasp
 SHIFT, YAW_DEG = np.array([0.3, 0.15, 0.05]), 15.0
@@ -73,3 +74,18 @@ def test_with_nobody_the_payload_holds_its_place(scenario):
     )
     assert drift.max() < 0.01 and creep.max() < 0.01
     assert np.rad2deg(np.abs(run.yaw).max()) < 1.0
+
+
+def test_a_scenarios_person_is_read_and_refused_beside_profiles():
+    """``human.person`` gives the runner the person (its path from the scenario's start
+    pose); with force profiles as well it is refused, naming them."""
+    base = {"type": "aerial_cable_team", "name": "person", "duration": 1.0}
+    person = {"shift": [0.2, 0.0, 0.0], "yaw_deg": 0.0, "start": 0.5, "release": 3.0}
+    run = load_scenario(base | {"human": {"person": person}}).stepper()
+    assert isinstance(run.human, PersonOnPayload) and run.human.release == 3.0
+    handle = np.array([0.0, 0.0, 1.0]) + HANDLE_L  # the default start and grasp
+    target, _ = run.human.person.target(10.0)
+    np.testing.assert_allclose(target, handle + [0.2, 0.0, 0.0], atol=1e-12)
+    push = {"kind": "step", "start": 0.0, "force": [0.1, 0.0, 0.0]}
+    with pytest.raises(ScenarioError, match="a person moves the payload alone; remove profiles"):
+        load_scenario(base | {"human": {"person": person, "profiles": [push]}})

@@ -32,8 +32,9 @@ from ...core.aerial.team_estimation import (
 )
 from ...core.collaboration.supervisor import AdmittanceSupervisor, ModelSummary, Reference
 from ...core.inertial import InertialParameters
-from ..person import Person, smooth_path
+from ..person import Person
 from .feed import feed
+from .human import PersonOnPayload, aerial_person
 from .scenario import AerialCableTeamScenario
 
 __all__ = ["AerialCollaborationRun", "aerial_person", "run_aerial_collaboration"]
@@ -49,65 +50,6 @@ __all__ = ["AerialCollaborationRun", "aerial_person", "run_aerial_collaboration"
 ADMITTANCE = dict(
     fraction=1.0, time_constant=1.0, force_dead_band=0.05, moment_dead_band=0.02, cutoff_hz=5.0
 )
-
-
-def aerial_person(
-    T_w_L0: np.ndarray,
-    handle_L: np.ndarray,
-    shift_w: tuple[float, float, float] = (0.3, 0.15, 0.05),
-    yaw_deg: float = 15.0,
-    seconds: float = 3.0,
-    start: float = 0.0,
-) -> Person:
-    """A person's hand on a light aerial payload: the handle's target moves by ``shift_w``
-    (in {w}) and turns by ``yaw_deg`` about the world's z over ``seconds`` (smoothstep) from
-    the payload pose ``T_w_L0`` at time ``start``, then holds. A gentle arm (20 N/m,
-    1 N m/rad) for a 0.3 kg payload hanging on cables."""
-    path = smooth_path(T_w_L0, handle_L, np.asarray(shift_w), np.deg2rad(yaw_deg), seconds)
-    return Person(
-        lambda t: path(t - start),
-        np.asarray(handle_L, dtype=float),
-        stiffness=20.0,
-        damping=2.0,
-        torsion=1.0,
-        torsion_damping=0.1,
-    )
-
-
-class _PersonOnPayload:
-    """The person as the aerial runner's ``human``: its wrench [F (I); M (L)] about the CoM,
-    evaluated at each control instant on the fresh state and held over the control period,
-    as the ground loop applies it (between physics steps MuJoCo's poses lag its velocities
-    by a step, which would corrupt the hand's finite-difference velocity)."""
-
-    def __init__(self, person: Person | None, release: float = np.inf) -> None:
-        self.person, self.release = person, release
-        self.grasp = np.zeros(3) if person is None else person.handle_P
-        self.handle = self.target = np.full(3, np.nan)
-        self._previous: tuple | None = None
-        self._due: float | None = None
-        self._wrench = np.zeros(6)
-
-    def step_head(self, t: float, dt: float, payload_x: np.ndarray) -> None:
-        return None
-
-    def place_hand(self, t: float, grasp_x: np.ndarray, grasp_v: np.ndarray) -> None:
-        """A control instant: the next wrench is evaluated afresh."""
-        self._due = t
-
-    def wrench(
-        self, t: float, R_L: np.ndarray, grasp_x: np.ndarray, grasp_v: np.ndarray
-    ) -> np.ndarray:
-        if t >= self.release:  # the person lets go
-            self.person, self._wrench = None, np.zeros(6)
-        if self.person is not None and t == self._due:
-            x_L = grasp_x - R_L @ self.grasp  # the payload frame L is at the CoM
-            w, self.handle, self.target, self._previous = self.person.wrench(
-                t, sp.transform(R_L, x_L), x_L, self._previous
-            )
-            self._wrench = np.concatenate([w[3:], R_L.T @ w[:3]])
-            self._due = None
-        return self._wrench.copy()
 
 
 @dataclass(frozen=True)
@@ -168,7 +110,7 @@ def run_aerial_collaboration(
     parameters in L (default the true ones); ``admittance``: ``AdmittanceSupervisor``
     keywords over ``ADMITTANCE``."""
     run = scenario.stepper(seed)
-    hand = _PersonOnPayload(person, warm_up + release)
+    hand = PersonOnPayload(person, warm_up + release)
     run.human = hand
     params = model or _true_payload(scenario)
     estimator = AerialTeamEstimator(

@@ -32,7 +32,7 @@ import numpy as np
 
 from ...core import spatial as sp
 from ...core.aerial.cables import cross3
-from ..person import Person, smooth_path
+from ..person import Person, path_person
 from ..scenario import ScenarioError, Section
 
 
@@ -149,14 +149,12 @@ def aerial_person(
     start: float = 0.0,
     arm: tuple[float, float, float, float] = (20.0, 2.0, 1.0, 0.1),
 ) -> Person:
-    """A person's hand on a light aerial payload: the handle's target moves by ``shift_w``
-    (in {w}) and turns by ``yaw_deg`` about the world's z over ``seconds`` (smoothstep) from
-    the payload pose ``T_w_L0`` at time ``start``, then holds. ``arm``: stiffness [N/m],
-    damping [N s/m], torsion [N m/rad], torsion damping [N m s/rad]; the default is gentle
+    """``path_person`` with a hand on a light aerial payload: ``arm`` is the stiffness [N/m],
+    damping [N s/m], torsion [N m/rad] and torsion damping [N m s/rad], by default gentle
     for a 0.3 kg payload hanging on cables."""
-    path = smooth_path(T_w_L0, handle_L, np.asarray(shift_w), np.deg2rad(yaw_deg), seconds)
-    k, d, k_r, d_r = arm
-    return Person(lambda t: path(t - start), np.asarray(handle_L, dtype=float), k, d, k_r, d_r)
+    names = ("stiffness", "damping", "torsion", "torsion_damping")
+    arm_keywords = dict(zip(names, arm, strict=True))
+    return path_person(T_w_L0, handle_L, shift_w, yaw_deg, seconds, start, **arm_keywords)
 
 
 class PersonOnPayload:

@@ -140,10 +140,9 @@ def aerial() -> int:
 
     from inertia_estimation_ros.core import spatial as sp
     from inertia_estimation_ros.core.inertial import InertialParameters
-    from inertia_estimation_ros.sim.aerial.collaboration import (
-        aerial_person,
-        run_aerial_collaboration,
-    )
+    from inertia_estimation_ros.sim.aerial.collaboration import run_aerial_collaboration
+    from inertia_estimation_ros.sim.aerial.human import AERIAL_ARM
+    from inertia_estimation_ros.sim.person import path_person
 
     scenario = load_scenario(AERIAL)
     payload = scenario.settings.payload
@@ -163,7 +162,9 @@ def aerial() -> int:
     )
     efforts = {}
     for name, model in models.items():
-        person = aerial_person(T_w_L0, AERIAL_HANDLE_L, start=AERIAL_WARM_UP)
+        person = path_person(
+            T_w_L0, AERIAL_HANDLE_L, (0.3, 0.15, 0.05), 15.0, 3.0, AERIAL_WARM_UP, **AERIAL_ARM
+        )
         started = time.perf_counter()
         run = run_aerial_collaboration(
             scenario,

@@ -9,11 +9,9 @@ import numpy as np
 import pytest
 
 from inertia_estimation_ros.core import spatial as sp
-from inertia_estimation_ros.sim.aerial.collaboration import (
-    aerial_person,
-    run_aerial_collaboration,
-)
-from inertia_estimation_ros.sim.aerial.human import PersonOnPayload
+from inertia_estimation_ros.sim.aerial.collaboration import run_aerial_collaboration
+from inertia_estimation_ros.sim.aerial.human import AERIAL_ARM, PersonOnPayload
+from inertia_estimation_ros.sim.person import path_person
 from inertia_estimation_ros.sim.scenario import ScenarioError, load_scenario
 
 HANDLE_L = np.array([0.3083, 0.0, 0.01125])  # robot 2's attach point, paper 002's grasp
@@ -36,7 +34,7 @@ def test_the_payload_follows_the_persons_path_through_the_estimated_wrench(scena
     lets go the payload stays (within 3 cm; 1 cm measured): the admittance's reference, not
     the person's pull against the payload controller, moved it."""
     T_w_L0 = sp.transform(np.eye(3), scenario.settings.start)
-    person = aerial_person(T_w_L0, HANDLE_L, SHIFT, YAW_DEG, 3.0, start=WARM_UP)
+    person = path_person(T_w_L0, HANDLE_L, SHIFT, YAW_DEG, 3.0, WARM_UP, **AERIAL_ARM)
     run = run_aerial_collaboration(scenario, person, 5.0, warm_up=WARM_UP, release=4.0)
     held = run.t < 4.0 - 1e-9
     k = int(np.count_nonzero(held)) - 1  # the last instant the person holds the payload

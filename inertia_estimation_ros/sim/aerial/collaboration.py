@@ -34,10 +34,10 @@ from ...core.collaboration.supervisor import AdmittanceSupervisor, ModelSummary,
 from ...core.inertial import InertialParameters
 from ..person import Person
 from .feed import feed
-from .human import PersonOnPayload, aerial_person
+from .human import PersonOnPayload
 from .scenario import AerialCableTeamScenario
 
-__all__ = ["AerialCollaborationRun", "aerial_person", "run_aerial_collaboration"]
+__all__ = ["AerialCollaborationRun", "run_aerial_collaboration"]
 
 # The admittance for paper 002's light payload: M = the model's mass and inertia (0.278 kg, the
 # paper's 0.25) and D = M / 1 s (0.28 N s/m). The payload controller (eqs. 10-12, RotorTM's

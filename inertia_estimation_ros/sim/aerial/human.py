@@ -21,7 +21,7 @@ ground truth is the force applied at each recording instant.
 14): a spring-damper with torsion pulls the grasp toward a target that moves by ``shift``
 [m, world] and turns by ``yaw_deg`` about the world's z over ``path_time`` [s] from
 ``start`` [s], from the scenario's start pose, then holds; ``release`` [s] lets go;
-``stiffness``, ``damping``, ``torsion``, ``torsion_damping`` set the arm (``aerial_person``).
+``stiffness``, ``damping``, ``torsion``, ``torsion_damping`` set the arm (``AERIAL_ARM``).
 """
 
 from __future__ import annotations
@@ -140,21 +140,8 @@ class Human:
         return self.head_position
 
 
-def aerial_person(
-    T_w_L0: np.ndarray,
-    handle_L: np.ndarray,
-    shift_w: tuple[float, float, float] = (0.3, 0.15, 0.05),
-    yaw_deg: float = 15.0,
-    seconds: float = 3.0,
-    start: float = 0.0,
-    arm: tuple[float, float, float, float] = (20.0, 2.0, 1.0, 0.1),
-) -> Person:
-    """``path_person`` with a hand on a light aerial payload: ``arm`` is the stiffness [N/m],
-    damping [N s/m], torsion [N m/rad] and torsion damping [N m s/rad], by default gentle
-    for a 0.3 kg payload hanging on cables."""
-    names = ("stiffness", "damping", "torsion", "torsion_damping")
-    arm_keywords = dict(zip(names, arm, strict=True))
-    return path_person(T_w_L0, handle_L, shift_w, yaw_deg, seconds, start, **arm_keywords)
+# A person's arm on a light aerial payload (a 0.3 kg payload hanging on cables): gentle.
+AERIAL_ARM = {"stiffness": 20.0, "damping": 2.0, "torsion": 1.0, "torsion_damping": 0.1}
 
 
 class PersonOnPayload:
@@ -234,19 +221,20 @@ def _person(section: Section, grasp: np.ndarray, start: np.ndarray) -> PersonOnP
             f"{section.path}: a person moves the payload alone; remove {', '.join(others)}"
         )
     p = section.section("person")
-    person = aerial_person(
+    arm = {
+        "stiffness": p.number("stiffness", AERIAL_ARM["stiffness"], positive=True),
+        "damping": p.number("damping", AERIAL_ARM["damping"], low=0.0),
+        "torsion": p.number("torsion", AERIAL_ARM["torsion"], low=0.0),
+        "torsion_damping": p.number("torsion_damping", AERIAL_ARM["torsion_damping"], low=0.0),
+    }
+    person = path_person(
         sp.transform(np.eye(3), start),
         grasp,
         p.vector("shift", 3, [0.3, 0.15, 0.05]),
         p.number("yaw_deg", 15.0),
         p.number("path_time", 3.0, positive=True),
         p.number("start", 1.0, low=0.0),
-        (
-            p.number("stiffness", 20.0, positive=True),
-            p.number("damping", 2.0, low=0.0),
-            p.number("torsion", 1.0, low=0.0),
-            p.number("torsion_damping", 0.1, low=0.0),
-        ),
+        **arm,
     )
     release = p.number("release", None, low=0.0)
     p.done()

@@ -11,6 +11,17 @@ Columns: RMS force and moment the person applies, the path tracking error (handl
 RMS and final), and the RMS error of the estimated human wrench. Issue targets: (a) within
 10 % of the true model's effort ((d) against (a)), at least 3x less than (b).
 
+``--aerial``: the same for paper 002's aerial team (``sim.aerial.collaboration``): a person
+pulls the 0.278 kg payload's handle (robot 2's attach point) along (0.3, 0.15, 0.05) m and
+15 deg of yaw in 3 s, holds it 1 s and lets go; the cable UKFs' human wrench (eq. 38) feeds the
+admittance, the payload controller (eqs. 10-12) tracks its reference. Models: (a) the true
+payload, (b) mass +20 % and CoM 6 cm off (20 % of the attach points' radius; the true CoM is
+at the payload frame's origin), (d) the in-flight identification of ``bench_aerial_estimation``
+(a 12-s waypoint flight, a description 20 % light); each sets the human-wrench estimate, the
+admittance's virtual mass and inertia and the payload controller's mass and inertia. No (c):
+without weight compensation an aerial team does not lift the payload. Columns as above (effort
+and path while the person holds), and how far the payload moves once the person lets go.
+
 Latency (``--latency``): from a wrench sample to the robots' commands through the nodes over
 DDS, each node its own process (``latency``), p50 and p99; issue target p99 under 20 ms.
 ``--timer`` sends the planner's reference on its control timer only (as before
@@ -19,7 +30,8 @@ executors with nodes that do no work (``echo_chain.py``), what DDS, rclpy and Py
 the machine's load (``--single``: every echo node on the single-threaded executor). Each run
 takes a ROS domain of its own unless ROS_DOMAIN_ID is set.
 
-Run: .venv/bin/python bench/bench_collaboration.py [--latency [--timer] | --floor [--single]]
+Run: .venv/bin/python bench/bench_collaboration.py [--aerial | --latency [--timer] |
+--floor [--single]]
 """
 
 from __future__ import annotations
@@ -104,10 +116,79 @@ def main() -> int:
             f"{name:32s} {force:8.2f} N {moment:7.2f} N m {np.sqrt(np.mean(distance**2)):7.3f} m "
             f"{distance[-1]:5.3f} m {np.sqrt(np.mean(est**2)):8.2f} N {wall:5.1f} s"
         )
-    a, b = efforts["(a) true model"], efforts["(b) mass and CoM +20 %"]
-    d = efforts["(d) estimated model"]
+    print_ratios(
+        *(efforts[k] for k in ("(a) true model", "(b) mass and CoM +20 %")),
+        efforts["(d) estimated model"],
+    )
+    return 0
+
+
+def print_ratios(a: float, b: float, d: float) -> None:
+    """The issue's effort targets: the wrong model's (b) and the estimate's (d) against (a)."""
     print(f"\n(b) / (a) effort: {b / a:.1f}x (target >= 3x)")
     print(f"(d) / (a) effort: {d / a:.3f} (target within 10 %: 0.9 to 1.1)")
+
+
+AERIAL = {"type": "aerial_cable_team", "name": "collaboration", "seed": 1, "duration": 30.0}
+AERIAL_HANDLE_L = np.array([0.3083, 0.0, 0.01125])  # robot 2's attach point
+AERIAL_WARM_UP, AERIAL_RELEASE, AERIAL_SECONDS = 1.0, 4.0, 5.0  # [s]
+
+
+def aerial() -> int:
+    """The aerial team's columns (module docstring, ``--aerial``)."""
+    from bench_aerial_estimation import identified_payload
+
+    from inertia_estimation_ros.core import spatial as sp
+    from inertia_estimation_ros.core.inertial import InertialParameters
+    from inertia_estimation_ros.sim.aerial.collaboration import run_aerial_collaboration
+    from inertia_estimation_ros.sim.aerial.human import AERIAL_ARM
+    from inertia_estimation_ros.sim.person import path_person
+
+    scenario = load_scenario(AERIAL)
+    payload = scenario.settings.payload
+    radius = float(np.linalg.norm(payload.attach[:, :2], axis=1).mean())
+    wrong = InertialParameters.from_mass_com_inertia(
+        1.2 * payload.mass, np.array([0.2 * radius, 0.0, 0.0]), 1.2 * np.diag(payload.inertia)
+    )
+    models = {
+        "(a) true model": None,
+        "(b) mass +20 %, CoM 6 cm off": wrong,
+        "(d) identified in flight": identified_payload(quick=False),
+    }
+    T_w_L0 = sp.transform(np.eye(3), scenario.settings.start)
+    print(
+        f"{'model':30s} {'RMS force':>10s} {'RMS moment':>12s} {'path RMS':>9s} "
+        f"{'release':>8s} {'after':>7s} {'yaw':>6s} {'wrench err':>11s} {'wall':>6s}"
+    )
+    efforts = {}
+    for name, model in models.items():
+        person = path_person(
+            T_w_L0, AERIAL_HANDLE_L, (0.3, 0.15, 0.05), 15.0, 3.0, AERIAL_WARM_UP, **AERIAL_ARM
+        )
+        started = time.perf_counter()
+        run = run_aerial_collaboration(
+            scenario,
+            person,
+            AERIAL_SECONDS,
+            model,
+            warm_up=AERIAL_WARM_UP,
+            release=AERIAL_RELEASE,
+        )
+        wall = time.perf_counter() - started
+        held = run.t < AERIAL_RELEASE - 1e-9
+        k = int(np.count_nonzero(held)) - 1
+        force = np.sqrt(np.mean(np.sum(run.force[held, :3] ** 2, axis=1)))
+        moment = np.sqrt(np.mean(np.sum(run.force[held, 3:] ** 2, axis=1)))
+        path = run.path_error[held]
+        error = np.linalg.norm(run.estimate[held, :3] - run.force[held, :3], axis=1)
+        after = np.linalg.norm(run.payload_x[-1] - run.payload_x[k])
+        efforts[name] = force
+        print(
+            f"{name:30s} {force:8.3f} N {moment:8.4f} N m {np.sqrt(np.mean(path**2)):7.3f} m "
+            f"{path[-1]:6.3f} m {after:5.3f} m {np.rad2deg(run.yaw[k]):4.1f}° "
+            f"{np.sqrt(np.mean(error**2)):8.3f} N {wall:5.1f} s"
+        )
+    print_ratios(*efforts.values())
     return 0
 
 
@@ -311,6 +392,8 @@ if __name__ == "__main__":
     with benchmark_page("collaboration"):
         if "--floor" in sys.argv:
             status = floor()
+        elif "--aerial" in sys.argv:
+            status = aerial()
         else:
             status = latency() if "--latency" in sys.argv else main()
     sys.exit(status)

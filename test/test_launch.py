@@ -33,7 +33,7 @@ LAUNCHES = {
     "sim_estimation.launch.py": ["sim_paper000.yaml", "sim_test.yaml", "sim_collaborate.yaml"],
     "replay.launch.py": ["replay.yaml"],
     "gazebo_estimation.launch.py": ["gazebo_paper000.yaml"],
-    "aerial_sim.launch.py": ["sim_aerial.yaml"],
+    "aerial_sim.launch.py": ["sim_aerial.yaml", "sim_aerial_collaborate.yaml"],
     "aerial_team.launch.py": ["aerial_team_example.yaml"],
 }
 

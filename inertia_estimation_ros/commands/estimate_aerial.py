@@ -131,15 +131,13 @@ class _Feeder:
             est.rotor_speeds(parts[0], t, np.asarray(msg.velocity, dtype=float))
 
     def _estimate(self, t: float) -> None:
-        from ..ros.aerial_messages import payload_frame_wrench
-
         e = self.estimator.estimate(t)
         if not e.valid:
             return
         for reason in e.reasons:
             key = reason.split(" for ")[0].split(" (")[0]
             self.reasons[key] = self.reasons.get(key, 0) + 1
-        M_F = payload_frame_wrench(e, e.wrench.wrench)
+        M_F = e.in_payload_frame(e.wrench.wrench)
         R = e.payload_R
         std_F = np.sqrt(np.einsum("ij,jk,ik->i", R.T, e.wrench.covariance[:3, :3], R.T))
         self.rows.append(

@@ -16,12 +16,6 @@ from .conversions import to_time, to_vector3, to_wrench, vector3
 from .runtime import LEVELS
 
 
-def payload_frame_wrench(estimate: AerialTeamEstimate, wrench: np.ndarray) -> np.ndarray:
-    """[F (I); M (L)] (the paper's order) as the core's moment-first wrench in the payload
-    frame L: (M, R_L^T F)."""
-    return np.concatenate([wrench[3:], estimate.payload_R.T @ wrench[:3]])
-
-
 def payload_frame_covariance(estimate: AerialTeamEstimate) -> np.ndarray:
     """The 6x6 covariance of (F, M), both in the payload frame (the message's order)."""
     R = block_diag(estimate.payload_R.T, np.eye(3))
@@ -69,8 +63,8 @@ def to_human_wrench(
     """The full estimate, and the dead-banded wrench as a plain ``WrenchStamped`` (what an
     admittance controller consumes: zero with no contact), both in the payload frame."""
     header = Header(stamp=to_time(estimate.stamp), frame_id=payload_frame)
-    raw = to_wrench(payload_frame_wrench(estimate, estimate.wrench.wrench))
-    banded = to_wrench(payload_frame_wrench(estimate, estimate.dead_banded))
+    raw = to_wrench(estimate.in_payload_frame(estimate.wrench.wrench))
+    banded = to_wrench(estimate.in_payload_frame(estimate.dead_banded))
     full = ExternalWrench(
         header=header,  # the payload's frame is at its CoM: center is zero
         wrench=raw,

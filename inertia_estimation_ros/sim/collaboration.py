@@ -29,7 +29,7 @@ from ..core.inertial import InertialParameters
 from ..core.samples import GraspSample
 from .ground_team import STIFF, GroundTeamScenario, GroundTeamStepper
 from .ground_truth import body_inertial_parameters, site_pose_in_world
-from .person import Person, smooth_path
+from .person import Person, path_person
 
 __all__ = ["CollaborationRun", "Person", "run_collaboration"]
 
@@ -44,8 +44,7 @@ def moving_person(
     """A person who moves the handle by ``shift_w`` (in {w}) and turns it by ``yaw_deg`` about
     the world's z over ``seconds`` (smoothstep) from the payload's home pose ``T_w_P0``, then
     holds it there."""
-    path = smooth_path(T_w_P0, handle_P, np.asarray(shift_w), np.deg2rad(yaw_deg), seconds)
-    return Person(path, handle_P)
+    return path_person(T_w_P0, handle_P, shift_w, yaw_deg, seconds)
 
 
 @dataclass(frozen=True)

@@ -61,3 +61,20 @@ def smooth_path(
         return h0 + shift_w * s, sp.exp3([0.0, 0.0, yaw * s]) @ T_w_P0[:3, :3]
 
     return target
+
+
+def path_person(
+    T_w_P0: np.ndarray,
+    handle_P: np.ndarray,
+    shift_w: np.ndarray,
+    yaw_deg: float,
+    seconds: float,
+    start: float = 0.0,
+    **arm: float,
+) -> Person:
+    """A person who moves the handle ``handle_P`` by ``shift_w`` (in {w}) and turns it by
+    ``yaw_deg`` about the world's z over ``seconds`` (smoothstep) from the payload pose
+    ``T_w_P0``, beginning at time ``start``, then holds it there; ``arm``: ``Person``'s
+    stiffness and damping keywords."""
+    path = smooth_path(T_w_P0, handle_P, np.asarray(shift_w), np.deg2rad(yaw_deg), seconds)
+    return Person(lambda t: path(t - start), np.asarray(handle_P, dtype=float), **arm)

@@ -285,6 +285,18 @@ class OnlinePayloadIdentification:
         )
         return self._team_estimate(result, valid), use
 
+    def description_estimate(self) -> TeamEstimate:
+        """The team description's payload as the estimate, declared valid (the operator turned
+        identification off: the description is the model, e.g. for the admittance), with
+        the weak prior's covariance (mass +- 50 %, CoM +- 0.1 m: not identified)."""
+        result = IdentifiedPayload(
+            self.nominal,
+            np.linalg.inv(self.information),
+            0,
+            ("the team description's payload (identification off): not identified",),
+        )
+        return self._team_estimate(result, (True, True, True))
+
     def _validity(self, props, excited: bool) -> tuple[bool, bool, bool]:  # noqa: ANN001
         s = self.settings
         mass = props.mass > 0 and np.sqrt(props.mass_variance) <= s.max_mass_relative_std * (

@@ -148,6 +148,11 @@ class AerialTeamEstimate:
     def valid(self) -> bool:
         return self.wrench is not None
 
+    def in_payload_frame(self, wrench: np.ndarray) -> np.ndarray:
+        """[F (I); M (L)] (the paper's order) as the core's moment-first wrench in the payload
+        frame L: (M, R_L^T F), what ``core.collaboration`` takes."""
+        return np.concatenate([wrench[3:], self.payload_R.T @ wrench[:3]])
+
 
 @dataclass(frozen=True)
 class OnboardCable:

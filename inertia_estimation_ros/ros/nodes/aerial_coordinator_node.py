@@ -16,7 +16,9 @@ wrench reports no contact) every published
 estimate is a sample; every ``identification_period`` the node identifies the payload's
 mass, CoM and inertia, publishes them as a ``PayloadEstimate`` (frame ``payload_frame``, the
 frame of the payload's mocap pose) and gives the human-wrench estimator the identified values
-that are valid (the description's elsewhere).
+that are valid (the description's elsewhere). With ``identification: off`` it publishes the
+description's payload instead, declared valid with a weak prior's covariance (the model a
+planner's admittance then uses).
 """
 
 from __future__ import annotations
@@ -222,7 +224,8 @@ INTERFACE = NodeInterface(
             "string",
             "on_request",
             "in-flight payload identification: on_request (samples only while ~/hands_off), "
-            "no_contact (also while the wrench reports no contact: trust the description), off",
+            "no_contact (also while the wrench reports no contact: trust the description), off "
+            "(publish the description's payload as the estimate)",
             choices=IDENTIFICATION,
         ),
         Param(
@@ -310,6 +313,8 @@ class AerialCoordinatorNode(Node):
         self.create_timer(p.publish_period, self._publish)
         if p.identification != "off":
             self.create_timer(p.identification_period, self._identify)
+        else:
+            self.create_timer(p.identification_period, self._publish_description)
         self.create_timer(p.diagnostics_period, self._publish_diagnostics)
         unknown = unknown_parameters(self, INTERFACE.parameters)
         if unknown:
@@ -433,6 +438,14 @@ class AerialCoordinatorNode(Node):
         frame = self.params.payload_frame
         self._payload.publish(
             to_payload_estimate(team_estimate, lambda r: f"{r}/attach_point" if r else frame)
+        )
+
+    def _publish_description(self) -> None:
+        """``identification: off``: the description's payload, declared valid."""
+        frame = self.params.payload_frame
+        estimate = self.identification.description_estimate()
+        self._payload.publish(
+            to_payload_estimate(estimate, lambda r: f"{r}/attach_point" if r else frame)
         )
 
     def _set_hands_off(

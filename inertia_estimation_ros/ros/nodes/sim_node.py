@@ -148,8 +148,9 @@ INTERFACE = NodeInterface(
             "/payload/reference/twist",
             "geometry_msgs/msg/TwistStamped",
             "reliable",
-            "aerial scenarios: the reference's twist in `world` (angular first in the core); "
-            "zero until one arrives",
+            "aerial scenarios: the reference's twist in `world` (frame_id empty or "
+            "`world_frame`), else its body twist (a planner's `~/reference/twist` of the "
+            "payload frame); zero until one arrives",
         ),
         Topic(
             "/{robot}/robot_node/command/pose",
@@ -350,7 +351,7 @@ class SimNode(Node):
     def _subscribe_reference(self) -> None:
         """The payload reference (aerial scenarios): a pose, and optionally its twist. Aerial
         runs publish the topics of ``sim/aerial/topics.py`` instead of the ground ones."""
-        self._reference_twist = np.zeros(6)
+        self._reference_twist = (False, np.zeros(6))
         self.create_subscription(
             PoseStamped, "/payload/reference/pose", self._on_reference_pose, RELIABLE_QOS
         )
@@ -359,7 +360,10 @@ class SimNode(Node):
         )
 
     def _on_reference_twist(self, msg: TwistStamped) -> None:
-        self._reference_twist = twist_vector(msg.twist)  # (omega, v) in world
+        """(omega, v) in `world_frame` (frame_id empty or the world), else the reference's
+        body twist (a planner's `~/reference/twist` of the payload frame)."""
+        body = msg.header.frame_id not in ("", self.params.world_frame)
+        self._reference_twist = (body, twist_vector(msg.twist))
 
     def _on_reference_pose(self, msg: PoseStamped) -> None:
         if not hasattr(self.stepper, "set_reference"):
@@ -369,7 +373,10 @@ class SimNode(Node):
             )
             return
         T = pose_matrix(msg.pose)
-        R, (omega, v) = T[:3, :3], (self._reference_twist[:3], self._reference_twist[3:])
+        R = T[:3, :3]
+        body, (omega, v) = self._reference_twist[0], np.split(self._reference_twist[1], 2)
+        if body:
+            omega, v = R @ omega, R @ v
         reference = PayloadReference(x=T[:3, 3], v=v, R=R, Omega=R.T @ omega)
         self.stepper.set_reference(reference)
 

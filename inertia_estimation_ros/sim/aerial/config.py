@@ -203,7 +203,7 @@ def read_config(section: Section) -> AerialConfig:
         control=_control(section.section("control", {})),
     )
     section.done()
-    read_human(config.human, f"{section.path}.human")  # its errors now, not when flying
+    read_human(config.human, f"{section.path}.human", start)  # its errors now, not when flying
     check_flyable(config)
     return config
 

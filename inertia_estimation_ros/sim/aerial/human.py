@@ -16,6 +16,12 @@ person's hand and the grasp point: at each control step the hand is placed where
 transmits the profile's force and moves on at the grasp point's velocity; between steps the
 payload accelerates and the force follows the spring, as a person's hand would. The recorded
 ground truth is the force applied at each recording instant.
+
+``person`` (instead of ``profiles``): a person with an intention (``sim/person.py``, issue
+14): a spring-damper with torsion pulls the grasp toward a target that moves by ``shift``
+[m, world] and turns by ``yaw_deg`` about the world's z over ``path_time`` [s] from
+``start`` [s], from the scenario's start pose, then holds; ``release`` [s] lets go;
+``stiffness``, ``damping``, ``torsion``, ``torsion_damping`` set the arm (``AERIAL_ARM``).
 """
 
 from __future__ import annotations
@@ -24,7 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...core import spatial as sp
 from ...core.aerial.cables import cross3
+from ..person import Person, path_person
 from ..scenario import ScenarioError, Section
 
 
@@ -132,19 +140,64 @@ class Human:
         return self.head_position
 
 
-def read_human(data: dict, path: str) -> Human:
+# A person's arm on a light aerial payload (a 0.3 kg payload hanging on cables): gentle.
+AERIAL_ARM = {"stiffness": 20.0, "damping": 2.0, "torsion": 1.0, "torsion_damping": 0.1}
+
+
+class PersonOnPayload:
+    """A ``Person`` as the aerial runner's human: its wrench [F (I); M (L)] about the CoM,
+    evaluated at each control instant (``place_hand``) on the fresh state and held over the
+    control period, as the ground loop applies it (between physics steps MuJoCo's poses lag
+    its velocities by a step, which would corrupt the hand's finite-difference velocity);
+    zero from ``release`` [s] on (the person lets go)."""
+
+    def __init__(self, person: Person | None, release: float = np.inf) -> None:
+        self.person, self.release = person, release
+        self.grasp = np.zeros(3) if person is None else person.handle_P
+        self.handle = self.target = np.full(3, np.nan)
+        self._previous: tuple | None = None
+        self._due: float | None = None
+        self._wrench = np.zeros(6)
+
+    def step_head(self, t: float, dt: float, payload_x: np.ndarray) -> None:
+        return None
+
+    def place_hand(self, t: float, grasp_x: np.ndarray, grasp_v: np.ndarray) -> None:
+        """A control instant: the next wrench is evaluated afresh."""
+        self._due = t
+
+    def wrench(
+        self, t: float, R_L: np.ndarray, grasp_x: np.ndarray, grasp_v: np.ndarray
+    ) -> np.ndarray:
+        if t >= self.release:  # the person lets go
+            self.person, self._wrench = None, np.zeros(6)
+        if self.person is not None and t == self._due:
+            x_L = grasp_x - R_L @ self.grasp  # the payload frame L is at the CoM
+            w, self.handle, self.target, self._previous = self.person.wrench(
+                t, sp.transform(R_L, x_L), x_L, self._previous
+            )
+            self._wrench = np.concatenate([w[3:], R_L.T @ w[:3]])
+            self._due = None
+        return self._wrench.copy()
+
+
+def read_human(data: dict, path: str, start: np.ndarray | None = None) -> Human | PersonOnPayload:
+    """The scenario's ``human``; ``start``: the payload's start position (a person's path
+    begins at the payload's start pose)."""
     section = Section(data, path)
+    grasp = section.vector("grasp", 3, [0.3083, 0.0, 0.01125])
+    if section.has("person"):
+        return _person(section, grasp, np.zeros(3) if start is None else start)
     profiles = [
         _profile(Section(item, f"{path}.profiles[{k}]"))
         for k, item in enumerate(section.items("profiles", []))
     ]
-    grasp = section.vector("grasp", 3, [0.3083, 0.0, 0.01125])
     head = None
     if section.has("head"):
         h = section.section("head")
-        start = h.vector("start", 2)
+        start_xy = h.vector("start", 2)
         head = Head(
-            start=start,
+            start=start_xy,
             height=h.number("height", 1.7, positive=True),
             speed=h.number("speed", 0.3, low=0.0),
             stop_distance=h.number("stop_distance", 0.7, low=0.0),
@@ -158,6 +211,35 @@ def read_human(data: dict, path: str) -> Human:
         h.done()
     section.done()
     return Human(profiles, grasp, head, hand)
+
+
+def _person(section: Section, grasp: np.ndarray, start: np.ndarray) -> PersonOnPayload:
+    """``human.person``: alone, without profiles, head or hand."""
+    others = [key for key in ("profiles", "head", "hand") if section.has(key)]
+    if others:
+        raise ScenarioError(
+            f"{section.path}: a person moves the payload alone; remove {', '.join(others)}"
+        )
+    p = section.section("person")
+    arm = {
+        "stiffness": p.number("stiffness", AERIAL_ARM["stiffness"], positive=True),
+        "damping": p.number("damping", AERIAL_ARM["damping"], low=0.0),
+        "torsion": p.number("torsion", AERIAL_ARM["torsion"], low=0.0),
+        "torsion_damping": p.number("torsion_damping", AERIAL_ARM["torsion_damping"], low=0.0),
+    }
+    person = path_person(
+        sp.transform(np.eye(3), start),
+        grasp,
+        p.vector("shift", 3, [0.3, 0.15, 0.05]),
+        p.number("yaw_deg", 15.0),
+        p.number("path_time", 3.0, positive=True),
+        p.number("start", 1.0, low=0.0),
+        **arm,
+    )
+    release = p.number("release", None, low=0.0)
+    p.done()
+    section.done()
+    return PersonOnPayload(person, np.inf if release is None else release)
 
 
 def _forever_if_none(value: float | None) -> float:

@@ -105,7 +105,7 @@ class AerialRun:
         self.team = TeamController(config)
         q = config.quadrotor
         self.rotors = RotorModel(q.arm, q.k_f, q.k_f * q.k_m_over_k_f, q.rpm_min, q.rpm_max)
-        self.human = read_human(config.human, "human")
+        self.human = read_human(config.human, "human", config.start)
         self.trajectory = WaypointTrajectory(config.waypoints)
         self.reference_override: PayloadReference | None = None
         self.sample_period = 1.0 / config.control.rate

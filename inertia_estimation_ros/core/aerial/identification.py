@@ -10,9 +10,9 @@ Y(V, dV, g) theta (``body_regressor``) for the body twist V = (Omega, R^T v), it
 dV = (Omega_dot, R^T a - Omega x R^T v) and gravity g = R^T (0, 0, -g). The samples are
 weighted by the covariance of their residuals, estimated from the data (feasible generalized
 least squares), not by the covariances the UKFs and the motion filter state: those were 8-25
-times too large on MuJoCo flights and gave the force errors a moment about the attach points
-that the residuals lack, so that the payload acceleration's noise pulled the CoM's height 10-13
-mm low (``InFlightIdentification``; docs/aerial-teams.md). Clusters of samples whose residuals
+times too large on MuJoCo flights, in proportions of their own, and weighted by them the
+payload acceleration's noise pulled the CoM's height 10-13 mm low (``InFlightIdentification``;
+docs/aerial-teams.md). Clusters of samples whose residuals
 are outliers (a gust on a robot, a UKF coasting unflagged) are left out. The online
 identification pairs each sample's tensions with the payload's motion at their instant,
 smoothed over a fixed lag (the filter's accelerations are the truth delayed,
@@ -74,10 +74,10 @@ class InFlightIdentification:
     L for all. The covariances the samples state (the UKFs' tensions, ``direction_floor``,
     the motion's through the spatial inertia of ``linearization``) weight only the first
     fit, and every fit while there are fewer than ``min_samples``: on MuJoCo flights they
-    were 8-25 times the residuals' variance and gave the forces' errors a moment about the
-    attach points (a horizontal force at rho_k) that the residuals lack, so that weighted by
-    them the payload acceleration's noise (a force residual m da with no moment) pulled the
-    CoM 13 mm low, 1 mm weighted by the residuals' own covariance (docs/aerial-teams.md).
+    were 8-25 times the residuals' variance, in proportions of their own, and weighted by
+    them the payload acceleration's noise (in the regressor and, as m da, in the force
+    residual) pulled the CoM 13 mm low, under 1 mm weighted by the residuals' own
+    covariance (docs/aerial-teams.md).
     A fit leaves out the clusters whose mean squared whitened residual exceeds
     ``outlier_ratio`` times the clusters' median (``rejected`` counts their samples; clean
     flights stay within 1.7 times it, a 3 N gust on a robot gives 30-90). The data are kept

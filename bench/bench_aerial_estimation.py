@@ -17,6 +17,9 @@
    and the coordinator's whole team step (payload mocap, every robot's pose, twist and rotor
    speeds, one estimate) against n. Best of repeated runs, CPU time of this process
    (``time.process_time``; wall clock on the shared 2-core machine is noisier).
+   ``--ukf-step``: only the UKF step (and the first step's wall time: the kernels' compile or
+   cache load); ``--ukf-step --against main``: main's and this tree's in alternating
+   processes (``--pairs`` of them), a before/after table.
 3. ``--identify-seeds N [--damage CASE ...]`` (alone): the in-flight identification's
    mass and CoM error/sigma over N seeds of a 6 s waypoint flight, clean or damaged
    (``DAMAGE_CASES``: a robot's mocap gap, a gust on a robot, noisier ESC speeds), weighted
@@ -27,7 +30,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import subprocess
 import sys
+import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -331,12 +338,20 @@ def bare_ukf_step(n: int = 19, m: int = 18):
 
 
 def ukf_cost() -> None:
-    """One robot's UKF step (predict 10 ms + full mocap update) against the numpy floor."""
+    """One robot's UKF step (predict 10 ms + full mocap update) against the numpy floor; and
+    the first step's wall time (numba compiles the kernels, or loads them from its cache)."""
     model = RobotCableModel(0.25, np.array([0.000601, 0.000589, 0.001076]), 1.0)
     x0 = np.zeros(19)
     x0[2], x0[12:15], x0[18] = 2.0, [0.0, 0.0, -1.0], 0.9
     ukf = CableTensionUKF(model, x0, np.diag(np.square(START_STDS)), TEAM_UKF_NOISE)
     u, p, zero, xi = np.array([0.25 * GRAVITY + 0.9, 0, 0, 0]), x0[:3], np.zeros(3), x0[12:15]
+    tic, cpu = time.perf_counter(), time.process_time()
+    ukf.predict(u, 0.01)
+    ukf.update_mocap(p, np.eye(3), zero, zero, xi, zero)
+    print(
+        f"First UKF step of this process: {time.perf_counter() - tic:.2f} s wall, "
+        f"{time.process_time() - cpu:.2f} s CPU (numba compiles the kernels, or loads them)"
+    )
     predict = _best_cpu_time(lambda: ukf.predict(u, 0.01))
     update = _best_cpu_time(lambda: ukf.update_mocap(p, np.eye(3), zero, zero, xi, zero))
     floor = _best_cpu_time(bare_ukf_step())
@@ -346,6 +361,36 @@ def ukf_cost() -> None:
         f"19-state UKF step (identity model, 18 measurements): {floor * 1e6:.0f} us "
         "(target 100 us)"
     )
+
+
+ROOT = Path(__file__).resolve().parents[1]
+STEP_LINE = re.compile(r"predict (\d+) us \+ full update (\d+) us = (\d+) us.*: (\d+) us")
+UKF_COST = "import sys; sys.path.insert(0, 'bench'); import bench_aerial_estimation; "
+UKF_COST += "bench_aerial_estimation.ukf_cost()"
+
+
+def ukf_step_against(revision: str, pairs: int) -> None:
+    """``ukf_cost`` of git ``revision`` (its files exported to a temporary folder) and of
+    this tree, in alternating processes (the shared machine's load drifts between runs)."""
+    header = "| run | load | code | predict [us] | update [us] | step [us] | numpy floor [us] |"
+    rows = [header, "|---|---|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as folder:
+        files = ["inertia_estimation_ros", "bench", "test"]
+        archive = subprocess.run(["git", "archive", revision, *files], cwd=ROOT, check=True,
+                                 capture_output=True).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+        for run in range(1, pairs + 1):
+            for name, tree in ((revision, folder), ("this tree", str(ROOT))):
+                load = os.getloadavg()[0]
+                environment = os.environ | {"PYTHONPATH": tree}
+                printed = subprocess.run(
+                    [sys.executable, "-c", UKF_COST], cwd=tree, env=environment, check=True,
+                    capture_output=True, text=True,
+                ).stdout  # fmt: skip
+                figures = " | ".join(STEP_LINE.search(printed).groups())
+                rows.append(f"| {run} | {load:.1f} | {name} | {figures} |")
+    print(f"UKF step per robot (CPU time, best of 7 x 200 calls), {revision} against this tree:")
+    print("\n".join(rows))
 
 
 def timings(quick: bool) -> None:
@@ -384,6 +429,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="12 s flight, n <= 8")
     parser.add_argument("--cost", action="store_true", help="only the cost table")
+    parser.add_argument("--ukf-step", action="store_true", help="only the UKF step per robot")
+    parser.add_argument(
+        "--against", metavar="REVISION",
+        help="with --ukf-step: alternate runs of a git revision's UKF step and this tree's",
+    )  # fmt: skip
+    parser.add_argument("--pairs", type=int, default=4, help="runs of each with --against")
     parser.add_argument(
         "--walks", type=float, nargs="*", default=[],
         help="extra rows: the dynamic estimate with these tension random walks [N/sqrt(s)]",
@@ -400,6 +451,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.identify_seeds:
         identification_seeds(args.identify_seeds, args.damage)
+        return
+    if args.ukf_step:
+        ukf_step_against(args.against, args.pairs) if args.against else ukf_cost()
         return
     if not args.cost:
         table_two(args.quick, args.walks)

@@ -138,7 +138,9 @@ def test_in_flight_identification_publishes_the_payload_and_repairs_a_wrong_desc
     assert last.header.frame_id == "payload" and last.mass_valid and not last.inertia_valid
     assert abs(mass - 0.278) < 0.025 and sigma > 0  # 0.2769 +- 0.0007 at load ~8
     assert any("inertia" in a for a in last.advice), last.advice
-    assert coordinator.estimator.human.mass == pytest.approx(mass)
+    # the human-wrench estimator took an identified mass, not the description's 0.222 kg (a
+    # newer identification, published in the last instants, may not have reached the listener)
+    assert coordinator.estimator.human.mass == pytest.approx(mass, abs=1e-3)
     # the last estimates with every source fresh (a loaded machine drops mocap, and a
     # coasting UKF's wrench says it is degraded)
     settled = [m for m in wrenches[-20:] if not m.degraded]

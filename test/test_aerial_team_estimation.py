@@ -110,7 +110,7 @@ def test_a_slack_cable_is_named(push_run):
     scenario, r = push_run
     estimator = AerialTeamEstimator(team_model(scenario))
     feed(estimator, _head(r, 0.05))
-    estimator.tracks["robot_3"].ukf.filter.x[TENSION] = 0.0  # what the mu >= 0 clamp leaves
+    estimator.tracks["robot_3"].ukf.x[TENSION] = 0.0  # what the mu >= 0 clamp leaves
     reasons = estimator.estimate(0.05).reasons
     assert any(reason.startswith("robot_3: cable slack") for reason in reasons), reasons
 

@@ -9,18 +9,17 @@ from filterpy.kalman import MerweScaledSigmaPoints, UnscentedKalmanFilter
 from scipy.spatial.transform import Rotation
 from scipy.stats import chi2
 
+from inertia_estimation_ros.core.aerial import ukf_kernels as kernels
 from inertia_estimation_ros.core.aerial.allocation import GRAVITY
 from inertia_estimation_ros.core.aerial.ukf import (
     ATTITUDE,
+    HANGING,
     STATE_DIM,
     TENSION,
-    AttitudeManifold,
     CableTensionUKF,
     CableUKFNoise,
-    EuclideanSpace,
     RobotCableModel,
     SigmaPoints,
-    UnscentedFilter,
 )
 from inertia_estimation_ros.core.spatial import exp3, log3
 
@@ -66,6 +65,24 @@ def measurement(rng: np.random.Generator, s: np.ndarray) -> dict[str, np.ndarray
     }
 
 
+def retract(s: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """s [+] d on the manifold (right perturbation of the attitude), in scipy's rotations."""
+    out = s + d
+    out[ATTITUDE] = (
+        Rotation.from_rotvec(s[ATTITUDE]) * Rotation.from_rotvec(d[ATTITUDE])
+    ).as_rotvec()
+    return out
+
+
+def local(s: np.ndarray, s0: np.ndarray) -> np.ndarray:
+    """s [-] s0: the inverse of ``retract``."""
+    out = s - s0
+    out[ATTITUDE] = (
+        Rotation.from_rotvec(s0[ATTITUDE]).inv() * Rotation.from_rotvec(s[ATTITUDE])
+    ).as_rotvec()
+    return out
+
+
 def _filterpy_oracle(x0, P0, points) -> UnscentedKalmanFilter:
     ukf = UnscentedKalmanFilter(
         dim_x=STATE_DIM, dim_z=6, dt=DT, hx=lambda s: s[:6], fx=None, points=points
@@ -83,7 +100,7 @@ FILTERPY_UPDATES = {  # (indices of the state measured, measurement keys, stds)
 
 @pytest.mark.parametrize("alpha,beta,kappa", [(1.0, 0.0, 0.0), (0.5, 2.0, 0.0)])
 def test_ukf_matches_filterpy_on_the_same_model_and_sigma_points(alpha, beta, kappa):
-    """Vector parametrization of the attitude (EuclideanSpace), so both filters run the same
+    """Vector parametrization of the attitude (manifold=False), so both filters run the same
     arithmetic: partial, asynchronous updates (pose every step, twist every 2nd, cable every
     3rd step, two predictions without any) over a scripted 30-step run. filterpy reuses the
     propagated sigma points in update(); ours are redrawn, so the oracle's are redrawn too."""
@@ -94,7 +111,7 @@ def test_ukf_matches_filterpy_on_the_same_model_and_sigma_points(alpha, beta, ka
         x0,
         P0,
         NOISE,
-        space=EuclideanSpace(),
+        manifold=False,
         sigma_points=SigmaPoints(alpha, beta, kappa),
         gate_probability=None,
     )
@@ -119,8 +136,8 @@ def test_ukf_matches_filterpy_on_the_same_model_and_sigma_points(alpha, beta, ka
             oracle.update(
                 value, R=np.diag(np.repeat(np.square(stds), 3)), hx=lambda s, i=index: s[i]
             )
-        np.testing.assert_allclose(ours.filter.x, oracle.x, rtol=0, atol=1e-9)
-        np.testing.assert_allclose(ours.filter.P, oracle.P, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(ours.x, oracle.x, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(ours.P, oracle.P, rtol=0, atol=1e-9)
     assert ours.counters["pose.accepted"] == 24
     assert abs(ours.tension - HOVER_TENSION) < 3 * ours.tension_std
 
@@ -128,18 +145,17 @@ def test_ukf_matches_filterpy_on_the_same_model_and_sigma_points(alpha, beta, ka
 def _monte_carlo_run(rng: np.random.Generator, steps: int) -> tuple[np.ndarray, np.ndarray]:
     """(error, covariance) at the end of one run of the filter on its own model: process noise
     injected on the manifold, 100 Hz mocap; the estimate starts off by a draw from P0."""
-    space, P0 = AttitudeManifold(), initial_covariance()
+    P0 = initial_covariance()
     estimate = hover_state(yaw=np.pi - 0.01)  # yaw near +-pi: where Euler averaging breaks
-    truth = space.retract(estimate, np.linalg.cholesky(P0) @ rng.standard_normal(STATE_DIM))
+    truth = retract(estimate, np.linalg.cholesky(P0) @ rng.standard_normal(STATE_DIM))
     ukf = CableTensionUKF(MODEL, estimate, P0, NOISE)
     L_Q = np.linalg.cholesky(NOISE.Q * DT)
     for k in range(steps):
         u = rotor_input(k)
-        truth = space.retract(MODEL.propagate(truth, u, DT), L_Q @ rng.standard_normal(STATE_DIM))
+        truth = retract(MODEL.propagate(truth, u, DT), L_Q @ rng.standard_normal(STATE_DIM))
         ukf.predict(u, DT)
         ukf.update_mocap(**measurement(rng, truth))
-    error = space.local(truth[None], ukf.filter.x)[0]
-    return error, ukf.filter.P
+    return local(truth, ukf.x), ukf.P
 
 
 def test_nees_within_the_95_percent_chi_square_band_over_50_monte_carlo_runs():
@@ -164,12 +180,10 @@ def test_attitude_mean_on_the_manifold_has_no_wrap_around_artefact():
     P0[ATTITUDE, ATTITUDE] = np.diag([1e-4, 1e-4, 0.05**2])
     u = rotor_input(0)
     expected = MODEL.propagate(x0, u, DT)[ATTITUDE]
-    angles = []
-    for space in (AttitudeManifold(), EuclideanSpace()):
-        ukf = UnscentedFilter(x0, P0, space)
-        ukf.predict(
-            lambda X, q: MODEL.propagate_stack(X, q, u, DT), np.zeros((STATE_DIM, STATE_DIM))
-        )
+    angles, noiseless = [], CableUKFNoise(process=(0.0,) * 7)
+    for manifold in (True, False):
+        ukf = CableTensionUKF(MODEL, x0, P0, noiseless, manifold=manifold)
+        ukf.predict(u, DT)
         angles.append(np.linalg.norm(log3(exp3(expected).T @ exp3(ukf.x[ATTITUDE]))))
     assert angles[0] < 1e-9 and angles[1] > 0.1, angles
 
@@ -195,16 +209,16 @@ def test_one_gauss_newton_step_gives_the_converged_karcher_mean(
     1e-12 rad at a 0.02 rad spread (0.1 rad/s rates), to 1e-7 rad at 0.3 rad (1.5 rad/s;
     1.2e-8 rad seen), far below any attitude noise."""
     rng = np.random.default_rng(5)
-    space, (wm, _) = AttitudeManifold(), sigma_points.weights(STATE_DIM)
+    (wm, _), scale = sigma_points.weights(STATE_DIM), sigma_points.scale(STATE_DIM)
     for k in range(10):
         x, P = hover_state(yaw=rng.uniform(-np.pi, np.pi)), initial_covariance()
         x[9:12] = rng.normal(0.0, 5 * attitude_std, 3)
         P[ATTITUDE, ATTITUDE] = np.eye(3) * attitude_std**2
         P[9:12, 9:12] = np.eye(3) * (5 * attitude_std) ** 2
-        X, q, _ = sigma_points.points(x, np.linalg.cholesky(P), space)
-        X, q = MODEL.propagate_stack(X, q, rotor_input(k), DT)
+        X, q, _ = kernels.sigma_points(x, np.linalg.cholesky(P), scale, True)
+        X, q = kernels.propagate(X, q, MODEL.parameters, rotor_input(k), DT, np.array(HANGING))
         rotations = Rotation.from_quat(q[:, [1, 2, 3, 0]])
-        mean, D = space.mean_and_local(X, q, wm)
+        mean, D = kernels.mean_and_residuals(X, q, wm, True)
         expected = _karcher_mean(rotations, wm)
         error = (expected.inv() * Rotation.from_rotvec(mean[ATTITUDE])).magnitude()
         residuals = (expected.inv() * rotations).as_rotvec()
@@ -218,13 +232,14 @@ def test_bad_measurements_are_gated_and_counted_and_coasting_grows_the_covarianc
     z = measurement(rng, truth)
     assert ukf.update_pose(z["p"], z["R"])
     assert not ukf.update_pose(z["p"] + [0.5, 0.0, 0.0], z["R"])  # a mocap jump of 0.5 m
+    assert ukf.last_nis["pose"] > chi2.ppf(0.9999, 6)
     assert not ukf.update_cable(np.full(3, np.nan), z["xi_dot"])
     assert not ukf.update_pose(z["p"], np.full((3, 3), np.nan))
     ukf.predict(rotor_input(0), DT)
-    held = CableTensionUKF(MODEL, ukf.filter.x, ukf.filter.P, NOISE)
+    held = CableTensionUKF(MODEL, ukf.x, ukf.P, NOISE)
     ukf.predict(np.array([np.nan, 0.0, 0.0, 0.0]), DT)  # a NaN rotor speed: last input held
     held.predict(rotor_input(0), DT)
-    np.testing.assert_array_equal(ukf.filter.x, held.filter.x)
+    np.testing.assert_array_equal(ukf.x, held.x)
     assert ukf.counters == {
         "pose.accepted": 1,
         "pose.gated": 1,
@@ -235,7 +250,7 @@ def test_bad_measurements_are_gated_and_counted_and_coasting_grows_the_covarianc
     stds = []
     for k in range(20):  # mocap lost: the filter coasts
         ukf.predict(rotor_input(k), DT)
-        stds.append(np.sqrt(np.diag(ukf.filter.P)))
+        stds.append(np.sqrt(np.diag(ukf.P)))
     assert np.all(np.diff(np.array(stds)[:, [0, 3, 18]], axis=0) > 0)
 
 
@@ -245,8 +260,8 @@ def test_an_indefinite_covariance_is_repaired_and_counted():
     ukf = CableTensionUKF(MODEL, hover_state(), P, NOISE)
     ukf.predict(rotor_input(0), DT)
     assert ukf.counters["covariance_repairs"] == 1
-    assert np.all(np.linalg.eigvalsh(ukf.filter.P) > 0)
-    np.testing.assert_array_equal(ukf.filter.P, ukf.filter.P.T)
+    assert np.all(np.linalg.eigvalsh(ukf.P) > 0)
+    np.testing.assert_array_equal(ukf.P, ukf.P.T)
 
 
 def test_a_slack_cable_keeps_the_tension_estimate_non_negative():
@@ -282,8 +297,7 @@ def test_attitude_measured_across_yaw_pi_is_a_small_residual_on_the_manifold():
     measured = exp3([0.0, 0.0, -np.pi + 0.005])
     P0 = initial_covariance()
     filters = [
-        CableTensionUKF(MODEL, x0, P0, NOISE, space=s)
-        for s in (AttitudeManifold(), EuclideanSpace())
+        CableTensionUKF(MODEL, x0, P0, NOISE, manifold=manifold) for manifold in (True, False)
     ]
     assert [ukf.update_pose(x0[:3], measured) for ukf in filters] == [True, False]
     assert filters[1].counters["pose.gated"] == 1
@@ -304,26 +318,22 @@ def test_a_robot_model_or_start_of_the_wrong_size_is_refused():
 
 
 @pytest.mark.parametrize("scale", [0.0, 1e-9, 1e-4, 0.5, 3.0])
-def test_batched_rotation_vectors_equal_scipy(scale):
-    """The UKF's quaternion helpers (core/spatial.py) against scipy's Rotation: composition,
-    round trip and the thrust direction, for angles from 0 to near pi."""
-    from scipy.spatial.transform import Rotation
-
-    from inertia_estimation_ros.core.spatial import (
-        compose_rotation_vectors,
-        quaternions,
-        rotate_e3,
-        rotation_vectors,
-    )
-
+def test_the_kernels_quaternion_helpers_equal_scipy(scale):
+    """ukf_kernels' rotation helpers against scipy's Rotation: composition, round trip and
+    the thrust direction, for angles from 0 to near pi."""
     rng = np.random.default_rng(3)
     a = rng.standard_normal((20, 3))
     a *= scale / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-300)
     b = rng.standard_normal((20, 3)) * 0.3
     expected = (Rotation.from_rotvec(a) * Rotation.from_rotvec(b)).as_rotvec()
-    np.testing.assert_allclose(compose_rotation_vectors(a, b), expected, atol=1e-12)
-    np.testing.assert_allclose(rotation_vectors(quaternions(a)), a, atol=1e-12)
-    np.testing.assert_allclose(rotate_e3(a), Rotation.from_rotvec(a).apply([0, 0, 1]), atol=1e-12)
+    for a_i, b_i, composed, e3 in zip(
+        a.tolist(), b.tolist(), expected, Rotation.from_rotvec(a).apply([0, 0, 1]), strict=True
+    ):
+        q_a = kernels.quaternion(*a_i)
+        product = kernels.product(q_a, kernels.quaternion(*b_i))
+        np.testing.assert_allclose(kernels.rotation_vector(*product), composed, atol=1e-12)
+        np.testing.assert_allclose(kernels.rotation_vector(*q_a), a_i, atol=1e-12)
+        np.testing.assert_allclose(kernels.thrust_direction(q_a), e3, atol=1e-12)
 
 
 def _gap_run(reacquire_after: float | None, gust: float = 2.0) -> CableTensionUKF:
@@ -357,15 +367,15 @@ def test_after_a_long_mocap_gap_the_filter_reacquires_instead_of_gating_for_good
     tracks again to the mocap's noise, consistently."""
     lost = _gap_run(reacquire_after=None)
     assert lost.counters["twist.gated"] == 50 and lost.counters["pose.gated"] == 49
-    assert np.linalg.norm(lost.filter.x[:3] - lost.truth[:3]) > 1.0
+    assert np.linalg.norm(lost.x[:3] - lost.truth[:3]) > 1.0
     found = _gap_run(reacquire_after=0.5)
     assert found.counters["twist.reacquired"] == 1 and found.counters["pose.reacquired"] == 0
     assert found.counters["pose.gated"] == found.counters["twist.gated"] == 0
     assert found.counters["pose.accepted"] == found.counters["twist.accepted"] == 100
-    error = found.filter.x[:3] - found.truth[:3]
+    error = found.x[:3] - found.truth[:3]
     print("error after the gap", error, dict(found.counters))
     assert np.linalg.norm(error) < 5 * NOISE.position
-    assert error @ np.linalg.solve(found.filter.P[:3, :3], error) < chi2.ppf(0.999, 3)
+    assert error @ np.linalg.solve(found.P[:3, :3], error) < chi2.ppf(0.999, 3)
 
 
 def test_a_short_gap_keeps_the_gate_and_a_bad_reacquire_setting_is_refused():
@@ -377,3 +387,33 @@ def test_a_short_gap_keeps_the_gate_and_a_bad_reacquire_setting_is_refused():
     assert ukf.counters["pose.gated"] == 1 and ukf.counters["pose.reacquired"] == 0
     with pytest.raises(ValueError, match="reacquire_after"):
         CableTensionUKF(MODEL, hover_state(), initial_covariance(), reacquire_after=0.0)
+
+
+def _double(value: float) -> float:
+    return 2.0 * value
+
+
+def test_without_a_writable_cache_directory_the_kernels_compile_uncached(monkeypatch):
+    """A read-only install without a writable user cache: numba finds no cache locator and
+    raises when it decorates; the kernels' decorator then compiles without a cache (once per
+    process) instead of failing the import."""
+    import numba
+    import numba.core.caching
+
+    monkeypatch.setattr(numba.core.caching.CacheImpl, "_locator_classes", [])
+    with pytest.raises(RuntimeError, match="no locator available"):
+        numba.njit(cache=True)(_double)
+    uncached = kernels._compiled(_double)
+    assert uncached(1.5) == 3.0
+    assert not uncached._cache.__class__.__name__ == "FunctionCache"
+
+
+def test_inputs_of_the_wrong_size_are_refused_with_the_cause():
+    ukf = CableTensionUKF(MODEL, hover_state(), initial_covariance(), NOISE)
+    with pytest.raises(ValueError, match=r"u = \[f, M_x, M_y, M_z\] \(4,\)"):
+        ukf.predict(np.zeros(3), DT)
+    with pytest.raises(ValueError, match="attach-point acceleration"):
+        ukf.predict(rotor_input(0), DT, attach_accel=np.zeros(2))
+    with pytest.raises(ValueError, match="pose update: need 6 values"):
+        ukf.update_pose(np.zeros(2), np.eye(3))
+    assert not ukf.counters

@@ -87,6 +87,7 @@ ROSDEP_KEYS = {
     "matplotlib": "python3-matplotlib",
     "tqdm": "python3-tqdm",
     "threadpoolctl": "python3-threadpoolctl",
+    "numba": "python3-numba",
     "cvxpy": "python3-cvxpy-pip",
     "cdd": "python3-pycddlib-pip",
     "osqp": "python3-osqp-pip",

@@ -3,7 +3,9 @@
 State (19, eq. 31): ``x (0:3) | v (3:6) | phi (6:9) | Omega (9:12) | xi (12:15) | xi_dot
 (15:18) | mu (18)``. The attitude is stored as the rotation vector phi of R (R = exp3(phi)),
 but sigma points, means and residuals treat it on SO(3) (right perturbations R exp(dphi),
-an iterated Karcher mean, residuals log(R_a^T R_b)): no Euler-angle averaging. ZYX Euler
+a Karcher mean, residuals log(R_a^T R_b)): no Euler-angle averaging. A predict and each
+update are one compiled call each (``ukf_kernels``); this module keeps the API, the input
+checks, the counters and the gating decisions. ZYX Euler
 angles (the paper's Theta) are only an output. Deviations from the paper (notes section 2.12):
 the standard update form (erratum 10), H = [I_18 0] (erratum 9), a 19x19 process noise Q
 (erratum 8) scaled with the step so that predictions may be asynchronous, and the
@@ -12,110 +14,24 @@ attach-point acceleration a_k = g e3 unless given (erratum 11).
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import lapack
 from scipy.spatial.transform import Rotation
 from scipy.stats import chi2
 
-from ..spatial import (
-    compose_rotation_vectors,
-    conjugate,
-    cross_rows,
-    exp3,
-    log3,
-    quaternion_e3,
-    quaternion_product,
-    quaternions,
-    rotation_vectors,
-)
+from ..spatial import exp3, log3
+from . import ukf_kernels as kernels
 from .allocation import E3, GRAVITY
 
 STATE_DIM = 19
 POSITION, VELOCITY, ATTITUDE, RATE = slice(0, 3), slice(3, 6), slice(6, 9), slice(9, 12)
 CABLE, CABLE_RATE, TENSION = slice(12, 15), slice(15, 18), 18
-
-# Sigma points travel as a pair (X, q): X the (m, 19) stack of states and q the (m, 4) unit
-# quaternions of their attitudes, so that the manifold never converts rotation vectors back
-# and forth; the attitude columns of X are read only by EuclideanSpace (notes in the spaces).
-StateFunction = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-MeasurementFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (X, q) -> (m, d)
-
-
-class EuclideanSpace:
-    """Every block added as a vector (the parametrization filterpy assumes); the attitude
-    columns of a sigma stack X hold its rotation vectors, q is derived from them."""
-
-    def retract(self, X: np.ndarray, dX: np.ndarray) -> np.ndarray:
-        return X + dX
-
-    def local(self, X: np.ndarray, x0: np.ndarray) -> np.ndarray:
-        return X - x0
-
-    def points(self, x: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The sigma stack (X, q) of x [+] steps."""
-        X = x + steps
-        return X, quaternions(X[:, ATTITUDE])
-
-    def mean_and_local(
-        self, X: np.ndarray, q: np.ndarray, weights: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The weighted mean x of the stack (X, q) and local(X, x)."""
-        X[:, ATTITUDE] = rotation_vectors(q)
-        x = weights @ X
-        return x, X - x
-
-    def attitude_residuals(self, X: np.ndarray, q: np.ndarray, R: np.ndarray) -> np.ndarray:
-        return X[:, ATTITUDE] - log3(R)
-
-
-class AttitudeManifold(EuclideanSpace):
-    """The attitude block on SO(3) (right perturbations R exp(dphi)), all other blocks
-    vectors. In a sigma stack only q holds the attitudes (the columns of X are stale)."""
-
-    def retract(self, X: np.ndarray, dX: np.ndarray) -> np.ndarray:
-        out = X + dX
-        out[..., ATTITUDE] = compose_rotation_vectors(X[..., ATTITUDE], dX[..., ATTITUDE])
-        return out
-
-    def local(self, X: np.ndarray, x0: np.ndarray) -> np.ndarray:
-        out = X - x0
-        out[:, ATTITUDE] = compose_rotation_vectors(-x0[ATTITUDE], X[:, ATTITUDE])
-        return out
-
-    def points(self, x: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return x + steps, quaternion_product(quaternions(x[ATTITUDE]), quaternions(steps[:, 6:9]))
-
-    def mean_and_local(
-        self, X: np.ndarray, q: np.ndarray, weights: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The weighted mean x and local(X, x); the attitude's mean by one Gauss-Newton step
-        of the Karcher mean on SO(3) from the first point q_0 (the propagated mean):
-        q_0 exp(step), step = sum w_i log(q_0^-1 q_i), the residuals taken from that mean.
-        The step is below 1e-10 rad at hover and 2 rad/s turns, and one step equals the
-        iterated mean to 1e-12 rad (1e-8 at 0.3 rad spreads; test_aerial_ukf)."""
-        x = weights @ X
-        D = X - x
-        relative = quaternion_product(conjugate(q[0]), q)
-        residuals = rotation_vectors(relative)
-        step = weights @ residuals
-        rotation = quaternions(step)
-        if step @ step > 1e-20:  # |step| > 1e-10 rad: the residuals from the new mean
-            residuals = rotation_vectors(quaternion_product(conjugate(rotation), relative))
-        else:  # to first order: exact to |step| |r_i| / 2 < 1e-10 rad (hover, slow turns)
-            residuals -= step
-        D[:, ATTITUDE] = residuals
-        x[ATTITUDE] = rotation_vectors(quaternion_product(q[0], rotation))
-        return x, D
-
-    def attitude_residuals(self, X: np.ndarray, q: np.ndarray, R: np.ndarray) -> np.ndarray:
-        """log(R^T R_i) of each sigma point."""
-        return rotation_vectors(quaternion_product(quaternions(log3(R.T)), q))
+HANGING = GRAVITY * E3  # the attach point's acceleration a_k unless given (erratum 11)
+HANGING.flags.writeable = False
 
 
 @dataclass(frozen=True)
@@ -136,38 +52,18 @@ class SigmaPoints:
         wc[0] = wm[0] + 1.0 - self.alpha**2 + self.beta
         return wm, wc
 
-    def points(
-        self, x: np.ndarray, L: np.ndarray, space: EuclideanSpace
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(X, q, steps): the sigma stack of x, then x [+] column i of sqrt(n + lambda) L,
-        then x [+] minus it (L L^T = P); steps are the perturbations, local(X, x) = steps."""
-        n = len(x)
-        scaled = np.sqrt(self.alpha**2 * (n + self.kappa)) * L.T
-        steps = np.empty((2 * n + 1, n))
-        steps[0] = 0.0
-        steps[1 : n + 1] = scaled
-        np.negative(scaled, out=steps[n + 1 :])
-        return *space.points(x, steps), steps
+    def scale(self, n: int) -> float:
+        """sqrt(n + lambda): the sigma points are x [+] +-scale times the columns of L
+        (L L^T = P)."""
+        return float(np.sqrt(self.alpha**2 * (n + self.kappa)))
 
 
-def _cholesky(P: np.ndarray) -> np.ndarray | None:
-    """The lower Cholesky factor of P (LAPACK potrf: no checks, no copies beyond its own;
-    np.linalg.cholesky costs 3x more on 19x19), None if P is not positive definite."""
-    L, info = lapack.dpotrf(P, lower=1, clean=1)
-    return L if info == 0 else None
-
-
-def symmetric_positive_definite(P: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-    """(P, L, repaired): P (symmetric; its lower triangle is read) and its Cholesky factor
-    L; eigenvalues lifted to a floor (repaired = True) if P was not positive definite."""
-    L = _cholesky(P)
-    if L is not None:
-        return P, L, False
+def repaired_covariance(P: np.ndarray) -> np.ndarray:
+    """P (symmetric) with its eigenvalues lifted to a floor: positive definite."""
     values, vectors = np.linalg.eigh(P)
     floor = 1e-12 * max(float(np.abs(values).max()), 1e-12)
     P = (vectors * np.maximum(values, floor)) @ vectors.T
-    P = 0.5 * (P + P.T)
-    return P, np.linalg.cholesky(P), True
+    return np.ascontiguousarray(0.5 * (P + P.T))
 
 
 @lru_cache(maxsize=64)
@@ -179,116 +75,6 @@ def _gate(probability: float, dim: int) -> float:
 REACQUIRE_INFLATIONS = 20  # covariance inflations tried before a measurement is refused
 
 
-class _Innovation(NamedTuple):
-    """One update's innovation y, its NIS, the gain K and the cross covariance P_xz."""
-
-    y: np.ndarray
-    nis: float
-    K: np.ndarray
-    P_xz: np.ndarray
-
-
-class UnscentedFilter:
-    """A UKF on a state space with retract/local/mean (additive noise, sigma points
-    redrawn before every predict and update); updates are gated (NaN, Mahalanobis) and
-    counted in ``counters`` ('<name>.accepted', '<name>.nan', '<name>.gated',
-    '<name>.reacquired')."""
-
-    def __init__(
-        self,
-        x0: np.ndarray,
-        P0: np.ndarray,
-        space: EuclideanSpace | None = None,
-        sigma_points: SigmaPoints | None = None,
-        gate_probability: float | None = 0.9999,
-    ):
-        self.x = np.asarray(x0, dtype=float).copy()
-        self.P = np.asarray(P0, dtype=float)
-        n = len(self.x)
-        if self.x.shape != (n,) or self.P.shape != (n, n) or not np.all(np.isfinite(self.P)):
-            raise ValueError(
-                f"UKF start: need a state (n,) and a finite covariance (n, n), got shapes "
-                f"{self.x.shape} and {self.P.shape}"
-            )
-        self.P = 0.5 * (self.P + self.P.T)  # kept symmetric by every predict and update
-        self.space = space or EuclideanSpace()
-        self.sigma_points = sigma_points or SigmaPoints()
-        self.wm, self.wc = self.sigma_points.weights(len(self.x))
-        self.gate_probability = gate_probability
-        self.counters: Counter[str] = Counter()
-        self.last_nis: dict[str, float] = {}
-
-    def _sigmas(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        self.P, L, repaired = symmetric_positive_definite(self.P)
-        if repaired:
-            self.counters["covariance_repairs"] += 1
-        return self.sigma_points.points(self.x, L, self.space)
-
-    def predict(self, f: StateFunction, Q: np.ndarray) -> None:
-        """x <- mean f(chi_i), P <- sum wc d d^T + Q."""
-        X, q, _ = self._sigmas()
-        self.x, D = self.space.mean_and_local(*f(X, q), self.wm)
-        P = (D.T * self.wc) @ D + Q
-        self.P = 0.5 * (P + P.T)
-
-    def update(
-        self,
-        name: str,
-        h: MeasurementFunction,
-        z: np.ndarray,
-        R: np.ndarray,
-        reacquire: bool = False,
-    ) -> bool:
-        """The standard update x <- x [+] K (z - z_bar) (erratum 10); False if z was refused.
-        ``reacquire`` (after a long gap, when the prediction may have drifted beyond the
-        gate): a gated z is retried with P inflated by 2 NIS / gate until it passes (at most
-        ``REACQUIRE_INFLATIONS`` times; refused and P kept if it never does)."""
-        z = np.asarray(z, dtype=float)
-        if not np.isfinite(z).all():
-            self.counters[f"{name}.nan"] += 1
-            return False
-        gate = np.inf if self.gate_probability is None else _gate(self.gate_probability, len(z))
-        P_before = self.P
-        innovation = self._innovation(h, z, R)
-        self.last_nis[name] = innovation.nis
-        inflations = 0
-        while innovation.nis > gate and reacquire and inflations < REACQUIRE_INFLATIONS:
-            self.P = self.P * (2.0 * innovation.nis / gate)
-            innovation = self._innovation(h, z, R)
-            inflations += 1
-        if innovation.nis > gate:
-            self.P = P_before
-            self.counters[f"{name}.gated"] += 1
-            return False
-        if inflations:
-            self.counters[f"{name}.reacquired"] += 1
-        self.x = self.space.retract(self.x, innovation.K @ innovation.y)
-        P = self.P - innovation.K @ innovation.P_xz.T  # K S K^T = K P_xz^T
-        self.P = 0.5 * (P + P.T)
-        self.counters[f"{name}.accepted"] += 1
-        return True
-
-    def _innovation(self, h: MeasurementFunction, z: np.ndarray, R: np.ndarray) -> _Innovation:
-        """y = z - z_bar, S, P_xz, K = P_xz S^-1 and the NIS y^T S^-1 y (one Cholesky of
-        S, one triangular solve for y and P_xz^T together)."""
-        X, q, steps = self._sigmas()
-        Z = h(X, q)
-        z_bar = self.wm @ Z
-        dZ = Z - z_bar
-        weighted = dZ.T * self.wc
-        S = weighted @ dZ + R
-        rhs = np.empty((len(z), len(self.x) + 1))  # [y | P_xz^T], solved together
-        y = rhs[:, 0]
-        np.subtract(z, z_bar, out=y)
-        P_xz_T = rhs[:, 1:]
-        np.matmul(weighted, steps, out=P_xz_T)
-        L_S = _cholesky(S)
-        if L_S is None:  # S is R plus a Gram matrix: only non-finite predictions get here
-            return _Innovation(y, np.inf, np.zeros_like(P_xz_T.T), P_xz_T.T)
-        solved, _ = lapack.dpotrs(L_S, rhs, lower=1)
-        return _Innovation(y, float(y @ solved[:, 0]), solved[:, 1:].T, P_xz_T.T)
-
-
 @dataclass(frozen=True)
 class RobotCableModel:
     """One quadrotor on a taut cable: mass m_k [kg], inertia J_k (body frame), cable length
@@ -297,7 +83,7 @@ class RobotCableModel:
     mass: float
     inertia: np.ndarray
     length: float
-    inertia_inverse: np.ndarray = field(init=False, repr=False)
+    parameters: np.ndarray = field(init=False, repr=False)  # ukf_kernels' ``model`` array
 
     def __post_init__(self) -> None:
         """The inertia as given (3x3) or as its diagonal (3,)."""
@@ -309,102 +95,45 @@ class RobotCableModel:
                 f"3x3 or diagonal (3,) inertia (shape {np.shape(self.inertia)})"
             )
         object.__setattr__(self, "inertia", inertia)
-        object.__setattr__(self, "inertia_inverse", np.linalg.inv(inertia))
+        head = [[self.mass, self.length, 0.0]]
+        parameters = np.vstack([head, inertia, np.linalg.inv(inertia)])
+        parameters.flags.writeable = False
+        object.__setattr__(self, "parameters", parameters)
 
     def propagate(
         self, S: np.ndarray, u: np.ndarray, dt: float, attach_accel: np.ndarray | None = None
     ) -> np.ndarray:
-        """g(S, U) of eq. 34 for a state (19,) or a stack (m, 19) (``propagate_stack``)."""
+        """g(S, U) of eq. 34 (``ukf_kernels.propagate``) for a state (19,) or a stack
+        (m, 19), the attitudes as rotation vectors."""
         S = np.asarray(S, dtype=float)
-        X = np.atleast_2d(S)
-        out, q = self.propagate_stack(X, quaternions(X[:, ATTITUDE]), u, dt, attach_accel)
-        out[:, ATTITUDE] = rotation_vectors(q)
+        X = np.array(np.atleast_2d(S))
+        q = np.array([kernels.quaternion(*phi) for phi in X[:, ATTITUDE].tolist()])
+        u, a_k = _kernel_inputs(u, attach_accel)
+        out, q = kernels.propagate(X, q, self.parameters, u, float(dt), a_k)
+        out[:, ATTITUDE] = [kernels.rotation_vector(*row) for row in q.tolist()]
         return out.reshape(S.shape)
 
-    def propagate_stack(
-        self,
-        X: np.ndarray,
-        q: np.ndarray,
-        u: np.ndarray,
-        dt: float,
-        attach_accel: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """g of eq. 34 on a sigma stack (X (m, 19), q (m, 4) its attitudes; the attitude
-        columns of X are neither read nor written), with x_ddot from eq. 6, Omega_dot from
-        eq. 7 and xi_ddot from eq. 35; R <- R exp(Omega dt) (erratum 7); xi renormalized
-        and xi_dot made perpendicular to it; mu a random walk."""
-        f, M = u[0], u[1:4]
-        Omega, xi, xi_dot, mu = X[:, RATE], X[:, CABLE], X[:, CABLE_RATE], X[:, TENSION:]
-        thrust = quaternion_e3(q) * f
-        accel = (thrust + mu * xi) * (1.0 / self.mass) - GRAVITY * E3
-        Omega_dot = (M - cross_rows(Omega, Omega @ self.inertia.T)) @ self.inertia_inverse.T
-        a_k = GRAVITY * E3 if attach_accel is None else attach_accel
-        w = (thrust - self.mass * a_k) * (1.0 / (self.mass * self.length))
-        xi_ddot = cross_rows(xi, cross_rows(xi, w)) - xi * _dot(xi_dot, xi_dot)  # [xi]^2 w
-        stacked = np.zeros((len(X), 2 * STATE_DIM))  # [X | second derivatives]
-        stacked[:, :STATE_DIM] = X
-        stacked[:, STATE_DIM + 3 : STATE_DIM + 6] = accel
-        stacked[:, STATE_DIM + 9 : STATE_DIM + 12] = Omega_dot
-        stacked[:, STATE_DIM + 15 : STATE_DIM + 18] = xi_ddot
-        out = stacked @ _kinematics(dt)
-        xi_new = out[:, CABLE]
-        xi_new /= np.sqrt(_dot(xi_new, xi_new))
-        out[:, CABLE_RATE] -= _dot(out[:, CABLE_RATE], xi_new) * xi_new
-        return out, quaternion_product(q, quaternions(Omega * dt))
 
-
-def _kinematic_parts() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    shift = np.zeros((STATE_DIM, STATE_DIM))  # X shift: v into the x columns, xi_dot into xi
-    shift[VELOCITY, POSITION] = shift[CABLE_RATE, CABLE] = np.eye(3)
-    zeros, identity = np.zeros_like(shift), np.eye(STATE_DIM)
-    return np.vstack([identity, zeros]), np.vstack([shift, identity]), np.vstack([zeros, shift])
-
-
-_KINEMATICS = _kinematic_parts()
-
-
-@lru_cache(maxsize=8)  # the control period, and whatever the stamps give in between
-def _kinematics(dt: float) -> np.ndarray:
-    """K (38, 19) with [X | A] K the constant-acceleration step of x, xi (second
-    derivatives A in the columns of v, xi_dot) and of v, Omega, xi_dot (A in their own
-    columns): p + v dt + a dt^2 / 2, v + a dt; all other blocks kept."""
-    constant, linear, quadratic = _KINEMATICS
-    K = constant + dt * linear + (0.5 * dt**2) * quadratic
-    K.flags.writeable = False
-    return K
-
-
-def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise dot products of two (m, 3) stacks, shape (m, 1)."""
-    return (a * b) @ _ONES3[:, None]
-
-
-_ONES3 = np.ones(3)
-
-
-def _diag(stds: list[float], sizes: list[int]) -> np.ndarray:
-    return np.diag(np.repeat(np.square(stds), sizes))
+def _kernel_inputs(u: np.ndarray, attach_accel: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Fresh writable float64 copies of u and a_k (g e3 unless given): numba compiles a
+    kernel once per argument type, and a read-only array is another type."""
+    a_k = HANGING if attach_accel is None else attach_accel
+    return np.array(u, dtype=float), np.array(a_k, dtype=float)
 
 
 _BLOCKS = [3, 3, 3, 3, 3, 3, 1]
-
-
-_TWIST = np.r_[3:6, 9:12]
+# The measured state columns (the attitude's, 6-8, as residuals to the measured attitude):
+_POSE, _TWIST, _CABLE = np.r_[0:3, 6:9], np.r_[3:6, 9:12], np.r_[12:18]
 _MOCAP = np.r_[0:3, 6:9, 3:6, 9:18]  # Z of eq. 36: p, attitude, v, Omega, xi, xi_dot
-
-
-def _twist(X: np.ndarray, q: np.ndarray) -> np.ndarray:
-    return X[:, _TWIST]
+_ZERO3, _NAN3 = np.zeros(3), np.full(3, np.nan)
 
 
 @lru_cache(maxsize=32)
-def _measurement_noise(stds: tuple[float, ...]) -> np.ndarray:
-    """R = diag of each standard deviation squared, three times (not to be written to)."""
-    return _diag(list(stds), [3] * len(stds))
-
-
-def _cable(X: np.ndarray, q: np.ndarray) -> np.ndarray:
-    return X[:, 12:18]
+def _variances(stds: tuple[float, ...]) -> np.ndarray:
+    """diag(R): each standard deviation squared, three times (not to be written to)."""
+    variances = np.repeat(np.square(stds), 3)
+    variances.flags.writeable = False
+    return variances
 
 
 @dataclass(frozen=True)
@@ -423,17 +152,27 @@ class CableUKFNoise:
     Q: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "Q", _diag(list(self.process), _BLOCKS))
+        Q = np.diag(np.repeat(np.square(self.process), _BLOCKS))
+        Q.flags.writeable = False
+        object.__setattr__(self, "Q", Q)
 
 
 class CableTensionUKF:
     """The UKF of one robot (eqs. 31-37): predict at the control rate from the rotor
     wrench U = [f, M] (eqs. 32-33), update asynchronously from whatever mocap delivers.
+    Sigma points are redrawn before every predict and update (additive noise); each is one
+    compiled call (``ukf_kernels``). Updates are gated (NaN, Mahalanobis) and counted in
+    ``counters`` ('<name>.accepted', '<name>.nan', '<name>.gated', '<name>.reacquired').
+
+    ``manifold``: the attitude on SO(3) (right perturbations R exp(dphi), one Gauss-Newton
+    step of the Karcher mean, residuals log(R_a^T R_b)); False: every block added as a
+    vector, the rotation vector too (the parametrization filterpy assumes).
 
     ``reacquire_after`` [s]: after this long without an accepted update of a kind (a mocap
     gap, or all of them gated), the prediction may have drifted beyond the Mahalanobis
-    gate, which would then refuse that kind for good; its next measurement inflates the
-    covariance until it passes the gate (counted '<name>.reacquired'; ``None``: never)."""
+    gate, which would then refuse that kind for good; its next measurement is retried with
+    the covariance inflated by 2 NIS / gate until it passes (at most
+    ``REACQUIRE_INFLATIONS`` times; counted '<name>.reacquired'; ``None``: never)."""
 
     def __init__(
         self,
@@ -441,80 +180,132 @@ class CableTensionUKF:
         x0: np.ndarray,
         P0: np.ndarray,
         noise: CableUKFNoise | None = None,
-        space: EuclideanSpace | None = None,
+        manifold: bool = True,
         sigma_points: SigmaPoints | None = None,
         gate_probability: float | None = 0.9999,
         reacquire_after: float | None = 0.5,
     ):
         if reacquire_after is not None and not reacquire_after > 0.0:
             raise ValueError(f"reacquire_after = {reacquire_after} s: must be > 0 or None")
+        self.x = np.array(x0, dtype=float)
+        P = np.asarray(P0, dtype=float)
+        if self.x.shape != (STATE_DIM,) or P.shape != self.x.shape * 2 or not np.isfinite(P).all():
+            raise ValueError(
+                f"UKF start: need a state (19,) and a finite covariance (19, 19), got shapes "
+                f"{self.x.shape} and {P.shape}"
+            )
+        self.P = np.ascontiguousarray(0.5 * (P + P.T))  # kept symmetric by every step
         self.model = model
         self.noise = noise or CableUKFNoise()
+        self.manifold = bool(manifold)
+        sigma_points = sigma_points or SigmaPoints()
+        self._weights = np.vstack(sigma_points.weights(STATE_DIM))  # rows wm, wc
+        self._scale = sigma_points.scale(STATE_DIM)
+        self.gate_probability = gate_probability
         self.reacquire_after = reacquire_after
+        self.counters: Counter[str] = Counter()
+        self.last_nis: dict[str, float] = {}  # each kind's NIS (before any inflation)
         self.coasting: dict[str, float] = {}  # [s] predicted since each kind's last update
-        self.filter = UnscentedFilter(
-            x0, P0, space or AttitudeManifold(), sigma_points, gate_probability
-        )
-        hover_thrust = model.mass * GRAVITY + float(np.asarray(x0)[TENSION])
+        hover_thrust = model.mass * GRAVITY + float(self.x[TENSION])
         self._last_input = np.array([hover_thrust, 0.0, 0.0, 0.0])  # until a valid input
 
-    @property
-    def counters(self) -> Counter[str]:
-        return self.filter.counters
-
     def predict(self, u: np.ndarray, dt: float, attach_accel: np.ndarray | None = None) -> None:
-        """Propagate by dt [s] with the rotor wrench u = [f, M]; a non-finite u (a NaN rotor
-        speed) is counted ('input.nan') and the last valid input is held."""
+        """Propagate by dt [s] with the rotor wrench u = [f, M] and the attach point's
+        acceleration (g e3, hanging, unless given); a non-finite u (a NaN rotor speed) is
+        counted ('input.nan') and the last valid input is held."""
         if not dt >= 0.0:
             raise ValueError(
                 f"UKF step dt = {dt} s: time must not run backwards; drop or reorder the "
                 "out-of-order sample before predicting"
             )
-        u = np.asarray(u, dtype=float)
+        u, a_k = _kernel_inputs(u, attach_accel)
+        if u.shape != (4,) or a_k.shape != (3,):
+            raise ValueError(
+                f"UKF predict: need u = [f, M_x, M_y, M_z] (4,) and an attach-point "
+                f"acceleration (3,), got shapes {u.shape} and {a_k.shape}"
+            )
         if np.isfinite(u).all():
             self._last_input = u
         else:
             self.counters["input.nan"] += 1
-        u = self._last_input
         for name in self.coasting:
             self.coasting[name] += dt
-        self.filter.predict(
-            lambda X, q: self.model.propagate_stack(X, q, u, dt, attach_accel), self.noise.Q * dt
-        )
+        args = (self._weights, self._scale, self.manifold, self.model.parameters)
+        args += (self._last_input, float(dt), a_k, self.noise.Q)
+        if not kernels.predict(self.x, self.P, *args):
+            self._repair(self.P)
+            kernels.predict(self.x, self.P, *args)
 
-    def _update(self, name: str, h: MeasurementFunction, z: np.ndarray, stds: list[float]) -> bool:
-        R = _measurement_noise(tuple(stds))
+    def _repair(self, P: np.ndarray) -> None:
+        P[:] = repaired_covariance(P)
+        self.counters["covariance_repairs"] += 1
+
+    def _update(
+        self,
+        name: str,
+        columns: np.ndarray,
+        z: np.ndarray,
+        stds: tuple[float, ...],
+        attitude: np.ndarray = _ZERO3,
+    ) -> bool:
+        """The update of the state's ``columns`` by z (``ukf_kernels.update``, the attitude's
+        columns against exp(``attitude``)); False if z was refused (NaN or gated)."""
+        if z.shape != columns.shape:
+            raise ValueError(f"UKF {name} update: need {len(columns)} values, got {z.shape}")
+        if not np.isfinite(z).all():
+            self.counters[f"{name}.nan"] += 1
+            return False
+        gate = np.inf if self.gate_probability is None else _gate(self.gate_probability, len(z))
         coasting = self.coasting.setdefault(name, 0.0)
-        gap = self.reacquire_after is not None and coasting > self.reacquire_after
-        accepted = self.filter.update(name, h, z, R, reacquire=gap)
-        if accepted:
-            self.coasting[name] = 0.0
-        if self.filter.x[TENSION] < 0.0:  # mu >= 0: a cable cannot push (slack: mu = 0)
-            self.filter.x[TENSION] = 0.0
+        reacquire = self.reacquire_after is not None and coasting > self.reacquire_after
+        args = (self._weights, self._scale, self.manifold, columns, attitude, z)
+        args += (_variances(stds), gate)
+        P = self.P
+        outcome, nis = kernels.update(self.x, P, *args)
+        if outcome == kernels.NOT_POSITIVE_DEFINITE:
+            self._repair(P)
+            outcome, nis = kernels.update(self.x, P, *args)
+        self.last_nis[name] = nis
+        inflations = 0
+        while outcome == kernels.GATED and reacquire and inflations < REACQUIRE_INFLATIONS:
+            P = P * (2.0 * nis / gate)
+            outcome, nis = kernels.update(self.x, P, *args)
+            inflations += 1
+        if outcome != kernels.ACCEPTED:
+            self.counters[f"{name}.gated"] += 1
+            return False
+        self.P = P
+        self.coasting[name] = 0.0
+        if inflations:
+            self.counters[f"{name}.reacquired"] += 1
+        if self.x[TENSION] < 0.0:  # mu >= 0: a cable cannot push (slack: mu = 0)
+            self.x[TENSION] = 0.0
             self.counters["tension.clamped"] += 1
-        return accepted
+        self.counters[f"{name}.accepted"] += 1
+        return True
+
+    def _attitude(self, R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(z's attitude slots, the measured rotation vector): NaN slots for a non-finite R,
+        so that the update is refused."""
+        R = np.asarray(R, dtype=float)
+        return (_ZERO3, log3(R)) if np.isfinite(R).all() else (_NAN3, _ZERO3)
 
     def update_pose(self, p: np.ndarray, R: np.ndarray) -> bool:
         """Mocap position p (in I) and attitude R (body to I)."""
-        space = self.filter.space
-        R = np.asarray(R, dtype=float)
-        finite = np.isfinite(R).all()  # a NaN R makes z NaN, so that the update is refused
-        z = np.concatenate([p, np.zeros(3) if finite else np.full(3, np.nan)])
-
-        def h(X: np.ndarray, q: np.ndarray) -> np.ndarray:
-            return np.hstack([X[:, POSITION], space.attitude_residuals(X, q, R)])
-
-        return self._update("pose", h, z, [self.noise.position, self.noise.attitude])
+        slots, attitude = self._attitude(R)
+        z = np.concatenate([p, slots])
+        stds = (self.noise.position, self.noise.attitude)
+        return self._update("pose", _POSE, z, stds, attitude)
 
     def update_twist(self, v: np.ndarray, Omega: np.ndarray) -> bool:
         """Mocap velocity v (in I) and body rate Omega."""
-        z = np.concatenate([v, Omega])
-        return self._update("twist", _twist, z, [self.noise.velocity, self.noise.rate])
+        z = np.concatenate([v, Omega]).astype(float)
+        return self._update("twist", _TWIST, z, (self.noise.velocity, self.noise.rate))
 
     def update_cable(self, xi: np.ndarray, xi_dot: np.ndarray) -> bool:
         """Cable direction xi and its rate from mocap (eq. 41)."""
-        z = np.concatenate([xi, xi_dot])
-        return self._update("cable", _cable, z, [self.noise.cable, self.noise.cable_rate])
+        z = np.concatenate([xi, xi_dot]).astype(float)
+        return self._update("cable", _CABLE, z, (self.noise.cable, self.noise.cable_rate))
 
     def update_mocap(
         self,
@@ -526,46 +317,51 @@ class CableTensionUKF:
         xi_dot: np.ndarray,
     ) -> bool:
         """The paper's full measurement Z (eq. 36, 18 values) in one update."""
-        space, R = self.filter.space, np.asarray(R, dtype=float)
-        finite = np.isfinite(R).all()
-        attitude = np.zeros(3) if finite else np.full(3, np.nan)
-        z = np.concatenate([p, attitude, v, Omega, xi, xi_dot])
-
-        def h(X: np.ndarray, q: np.ndarray) -> np.ndarray:
-            Z = X[:, _MOCAP]
-            Z[:, 3:6] = space.attitude_residuals(X, q, R)
-            return Z
-
+        slots, attitude = self._attitude(R)
+        z = np.concatenate([p, slots, v, Omega, xi, xi_dot])
         noise = self.noise
-        stds = [noise.position, noise.attitude, noise.velocity, noise.rate]
-        return self._update("mocap", h, z, stds + [noise.cable, noise.cable_rate])
+        stds = (noise.position, noise.attitude, noise.velocity, noise.rate)
+        return self._update("mocap", _MOCAP, z, stds + (noise.cable, noise.cable_rate), attitude)
 
     @property
     def tension(self) -> float:
         """mu_k [N] (>= 0)."""
-        return float(self.filter.x[TENSION])
+        return float(self.x[TENSION])
 
     @property
     def tension_std(self) -> float:
-        return float(np.sqrt(self.filter.P[TENSION, TENSION]))
+        return float(np.sqrt(self.P[TENSION, TENSION]))
 
     @property
     def cable_direction(self) -> np.ndarray:
         """xi_k, a unit vector."""
-        xi = self.filter.x[CABLE]
+        xi = self.x[CABLE]
         return xi / np.linalg.norm(xi)
 
     @property
     def cable_covariance(self) -> np.ndarray:
         """The 4x4 covariance of (xi, mu), the input of the human-wrench estimator."""
         index = np.r_[12:15, 18]
-        return self.filter.P[np.ix_(index, index)]
+        return self.P[np.ix_(index, index)]
 
     @property
     def attitude(self) -> np.ndarray:
-        return exp3(self.filter.x[ATTITUDE])
+        return exp3(self.x[ATTITUDE])
 
     @property
     def euler_zyx(self) -> np.ndarray:
         """Theta_k: yaw, pitch, roll [rad] (the paper's output)."""
         return Rotation.from_matrix(self.attitude).as_euler("ZYX")
+
+
+def warm_up() -> float:
+    """Compile the UKF's kernels now, or load them from numba's cache, and return the time
+    it took [s]: otherwise the first predict takes it (about 20 s of CPU to compile, under
+    1 s to load), e.g. in a node's first message callback."""
+    tic = time.perf_counter()
+    x0 = np.zeros(STATE_DIM)
+    x0[12:15] = -E3
+    ukf = CableTensionUKF(RobotCableModel(1.0, np.ones(3), 1.0), x0, np.eye(STATE_DIM))
+    ukf.predict(ukf._last_input, 0.01)
+    ukf.update_mocap(x0[:3], np.eye(3), x0[3:6], x0[9:12], x0[12:15], x0[15:18])
+    return time.perf_counter() - tic

@@ -39,6 +39,7 @@ from ...core.aerial.team_estimation import (
     AerialTeamEstimator,
     AerialTeamModel,
 )
+from ...core.aerial.ukf import warm_up
 from ...core.consistency import ConsistencyError
 from ...msg import CableTensions, ExternalWrench, PayloadEstimate
 from ..aerial_messages import onboard_cables, robot_statuses, to_cable_tensions, to_human_wrench
@@ -270,6 +271,14 @@ INTERFACE = NodeInterface(
 )
 
 
+def warm_up_ukf(node: Node) -> None:
+    """The cable UKF's compiled kernels ready before the first message (numba compiles them
+    on a machine's first start, ~20 s of CPU, and loads them from its cache after)."""
+    seconds = warm_up()
+    if seconds > 5.0:  # a cache load takes under 3 s on a loaded machine
+        node.get_logger().info(f"cable UKF compiled in {seconds:.0f} s (cached for next starts)")
+
+
 def read_team_description(name: str, robots: list[str]) -> AerialTeamModel:
     """The team model from a YAML path or a file of the package's config/."""
     path = Path(name)
@@ -285,6 +294,8 @@ class AerialCoordinatorNode(Node):
         super().__init__("aerial_coordinator_node", **kwargs)
         self.params = p = declare(self, INTERFACE.parameters)
         self.estimator = self._estimator(p)
+        if p.tension_source != "onboard":
+            warm_up_ukf(self)
         self._tensions = self.create_publisher(CableTensions, "cable_tensions", RELIABLE_QOS)
         self._full = self.create_publisher(ExternalWrench, "human_wrench_estimate", RELIABLE_QOS)
         self._wrench = self.create_publisher(WrenchStamped, "human_wrench", RELIABLE_QOS)

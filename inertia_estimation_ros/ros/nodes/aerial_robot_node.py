@@ -24,7 +24,7 @@ from ..conversions import pose_matrix, seconds, vector3
 from ..interface import SENSOR_QOS, NodeInterface, Topic
 from ..parameters import Param, ParameterError, declare, unknown_parameters
 from ..runtime import run_executable
-from .aerial_coordinator_node import read_team_description
+from .aerial_coordinator_node import read_team_description, warm_up_ukf
 
 INTERFACE = NodeInterface(
     executable="aerial_robot_node",
@@ -120,6 +120,7 @@ class AerialRobotNode(Node):
         except (ValueError, OSError) as error:
             raise ParameterError(f"{self.get_fully_qualified_name()}: {error}") from None
         self.estimator = AerialTeamEstimator(model)
+        warm_up_ukf(self)
         self.track = self.estimator.tracks[self.robot_id]
         self._latest = -np.inf
         self._publisher = self.create_publisher(CableTensions, "cable_tension", SENSOR_QOS)

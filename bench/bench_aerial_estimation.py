@@ -20,9 +20,11 @@
    ``--ukf-step``: only the UKF step (and the first step's wall time: the kernels' compile or
    cache load); ``--ukf-step --against main``: main's and this tree's in alternating
    processes (``--pairs`` of them), a before/after table.
-3. ``--identify-seeds N`` (alone): the in-flight identification's CoM error/sigma over N
-   seeds of a 6 s waypoint flight, the motion at the tensions' instant smoothed over a
-   fixed lag and filtered, read ``lag`` later (about 1 min per seed).
+3. ``--identify-seeds N [--damage CASE ...]`` (alone): the in-flight identification's
+   mass and CoM error/sigma over N seeds of a 6 s waypoint flight, clean or damaged
+   (``DAMAGE_CASES``: a robot's mocap gap, a gust on a robot, noisier ESC speeds), weighted
+   by the residuals' covariance (the estimator) and by the stated one (before; about 30 s
+   per seed and case).
 """
 
 from __future__ import annotations
@@ -140,51 +142,98 @@ def identified_payload(quick: bool):
     return use
 
 
-def _add_after_a_second(runs: dict, motions: dict, estimate) -> None:
-    if estimate.stamp > 1.0:
-        for name, run in runs.items():
-            run.add(estimate, motions[name])
+DAMAGE_CASES = {  # the in-flight identification's damaged inputs (``--identify-seeds``)
+    "clean": "as flown",
+    "mocap_gap": "robot_2's mocap missing 2.5-3.0 s",
+    "gust": "robot_1 pushed down 3 N for 0.2 s at 2.5 s (its cable's tension halves, its "
+    "UKF's mocap is gated for 0.5 s)",
+    "noisy_tensions": "ESC speed noise 4.5 % instead of 1.5 %",
+}
 
 
-def identification_seeds(seeds: int) -> None:
-    """The in-flight CoM over seeds 1..``seeds`` of ``identified_payload``'s 6 s flight
-    (samples after 1 s, description 20 % light, the weak prior; raw, before the validity
-    thresholds): error/sigma with the motion smoothed at the tensions' instant over the
-    default fixed lag and filtered, read ``PayloadMotionFilter.lag`` later (smoothing_lag 0),
-    on the same flights."""
+def _damaged_flight(config: dict, seed: int, case: str):
+    """(scenario, run, damage of ``feed``) of ``identified_payload``'s 6 s flight, damaged."""
+    from inertia_estimation_ros.sim.aerial.runner import AerialResult
+    from inertia_estimation_ros.sim.scenario import load_scenario
+
+    flight = {"type": "aerial_cable_team", "name": "identify", "duration": 6.0, "human": {}}
+    if case == "noisy_tensions":
+        flight["sensors"] = {"rpm_noise": 0.045}
+    scenario = load_scenario(config | flight | {"seed": seed})
+    if case != "gust":
+        gap = case == "mocap_gap"
+
+        def damage(q: int, kind: str, k: int, value: np.ndarray) -> np.ndarray | None:
+            silent = gap and k == 1 and kind != "rotors" and 250 <= q < 300
+            return None if silent else value
+
+        return scenario, scenario.run(), damage
+    run = scenario.stepper()
+    body = int(run.index.robot_bodies[0])
+    parts = [run.advance(2.5)]
+    run.data.xfrc_applied[body, 2] = -3.0  # the runner sets only the payload's
+    parts.append(run.advance(2.7))
+    run.data.xfrc_applied[body, 2] = 0.0
+    parts.append(run.advance())
+    data = {key: np.concatenate([p.data[key] for p in parts]) for key in parts[0].data}
+    times = np.concatenate([p.time for p in parts])
+    first = parts[0]
+    r = AerialResult(
+        first.scenario_name, first.seed, first.robot_ids, times, data, first.cable_limit,
+        first.attach_points,
+    )  # fmt: skip
+    return scenario, r, None
+
+
+def _add_while_hands_off(runs: dict, motion, estimate) -> None:
+    """As the coordinator samples (``~/hands_off``): every estimate with nothing degraded."""
+    if estimate.stamp > 1.0 and not estimate.degraded:
+        for run in runs.values():
+            run.add(estimate, motion)
+
+
+def identification_seeds(seeds: int, cases: list[str]) -> None:
+    """The in-flight identification's |error|/sigma over seeds 1..``seeds`` of
+    ``identified_payload``'s 6 s flight (samples after 1 s while nothing is degraded,
+    description 20 % light, the weak prior; raw, before the validity thresholds), clean and
+    damaged (``DAMAGE_CASES``): the samples weighted by their residuals' covariance (the
+    estimator's) and, on the same samples, by the covariances they state (before s12g)."""
     from inertia_estimation_ros.core.aerial.identification import OnlinePayloadIdentification
     from inertia_estimation_ros.core.cooperative.payload_properties import payload_properties
     from inertia_estimation_ros.ros.graph import data_file
 
     config = yaml.safe_load(data_file("paper002_aerial.yaml", "config/scenarios").read_text())
-    z = {"smoothed": [], "paired": []}
-    print("| seed | pairing | mass [kg] | CoM [mm] | CoM sigma [mm] | CoM error/sigma |")
-    print("|---|---|---|---|---|---|")
-    for seed in range(1, seeds + 1):
-        flight = {"name": "identify", "duration": 6.0, "human": {}, "seed": seed}
-        scenario, r = run_scenario(config | flight)
-        estimator = AerialTeamEstimator(team_model(scenario, 0.8))
-        runs = {
-            "smoothed": OnlinePayloadIdentification(estimator.model),
-            "paired": OnlinePayloadIdentification(estimator.model, smoothing_lag=0.0),
-        }
-        motions = dict.fromkeys(runs, estimator.motion)
-        feed(estimator, r, each=partial(_add_after_a_second, runs, motions))
-        for name, run in runs.items():
-            result = run.identification.solve_with_prior(run.nominal, run.information)
-            props = payload_properties(result.params.vec, result.covariance)
-            sigma = np.sqrt(np.diag(props.p_s_c_covariance))
-            z[name].append(props.p_s_c / sigma)
+    for case in cases:
+        print(f"\nIn-flight identification, {case}: {DAMAGE_CASES[case]}")
+        print("| seed | weights | samples | mass [kg] | CoM [mm] | CoM sigma [mm] | "
+              "error/sigma (m, x, y, z) |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|")
+        z: dict[str, list] = {"residuals": [], "stated": []}
+        for seed in range(1, seeds + 1):
+            scenario, r, damage = _damaged_flight(config, seed, case)
+            truth = scenario.ground_truth_document()["payload"]["mass"]
+            estimator = AerialTeamEstimator(team_model(scenario, 0.8))
+            runs = {name: OnlinePayloadIdentification(estimator.model) for name in z}
+            runs["stated"].identification.min_samples = sys.maxsize  # the stated weights only
+            feed(estimator, r, damage, partial(_add_while_hands_off, runs, estimator.motion))
+            for name, run in runs.items():
+                result = run.identification.solve_with_prior(run.nominal, run.information)
+                props = payload_properties(result.params.vec, result.covariance)
+                sigma = np.sqrt(np.r_[props.mass_variance, np.diag(props.p_s_c_covariance)])
+                z[name].append(np.r_[props.mass - truth, props.p_s_c] / sigma)
+                print(
+                    f"| {seed} | {name} | {run.samples} | {props.mass:.4f} | "
+                    f"{np.round(props.p_s_c * 1e3, 1)} | {np.round(sigma[1:] * 1e3, 1)} | "
+                    f"{np.round(z[name][-1], 2)} |"
+                )
+        for name, scores in z.items():
+            scores = np.array(scores)
+            rms = np.sqrt(np.mean(scores**2, axis=0))
             print(
-                f"| {seed} | {name} | {props.mass:.4f} | {np.round(props.p_s_c * 1e3, 1)} | "
-                f"{np.round(sigma * 1e3, 1)} | {np.round(props.p_s_c / sigma, 2)} |"
+                f"{case}, {name} weights: error/sigma (mass, CoM x, y, z) mean "
+                f"{scores.mean(axis=0).round(2)}, RMS {rms.round(2)}, largest |.| "
+                f"{np.abs(scores).max(axis=0).round(2)}"
             )
-    for name, scores in z.items():
-        scores = np.array(scores)
-        print(
-            f"{name}: CoM error/sigma mean {scores.mean(axis=0).round(2)}, RMS "
-            f"{np.sqrt(np.mean(scores**2, axis=0)).round(2)} (x, y, z; truth 0)"
-        )
 
 
 def table_two(quick: bool, walks: list[float]) -> None:
@@ -392,11 +441,16 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument(
         "--identify-seeds", type=int, default=0,
-        help="only the in-flight CoM's error/sigma over this many seeds of a 6 s flight",
+        help="only the in-flight identification's error/sigma over this many seeds of a 6 s "
+        "flight",
+    )  # fmt: skip
+    parser.add_argument(
+        "--damage", nargs="+", choices=list(DAMAGE_CASES), default=["clean"],
+        help="with --identify-seeds: the damaged inputs to run (default: clean)",
     )  # fmt: skip
     args = parser.parse_args()
     if args.identify_seeds:
-        identification_seeds(args.identify_seeds)
+        identification_seeds(args.identify_seeds, args.damage)
         return
     if args.ukf_step:
         ukf_step_against(args.against, args.pairs) if args.against else ukf_cost()

@@ -59,6 +59,23 @@ def test_streaming_factor_equals_the_batch_normal_equations():
     assert np.allclose(least_squares(streamed).vec, wls, rtol=1e-9)
 
 
+def test_data_from_a_gram_matrix_equal_the_rows_they_sum():
+    """``from_gram`` (rows weighted after they were accumulated as moments) gives the same
+    normal equations, residuals and estimate as the rows themselves."""
+    rng = np.random.default_rng(2)
+    Y = _excitation(rng, 30).reshape(-1, 10)
+    F = Y @ TRUTH.vec + 0.1 * rng.normal(size=180)
+    rows = RegressionData.from_rows(Y, F)
+    augmented = np.c_[Y, F]
+    gram = RegressionData.from_gram(augmented.T @ augmented, 180)
+    assert gram.n_rows == 180
+    scale = np.abs(rows.information).max()
+    np.testing.assert_allclose(gram.information, rows.information, atol=1e-10 * scale)
+    theta = rng.normal(size=10)
+    assert np.isclose(gram.residual_norm(theta), rows.residual_norm(theta), rtol=1e-9)
+    np.testing.assert_allclose(least_squares(gram).vec, least_squares(rows).vec, rtol=1e-8)
+
+
 def test_whitening_matrices_per_sample():
     rng = np.random.default_rng(2)
     Y = _excitation(rng, 10)

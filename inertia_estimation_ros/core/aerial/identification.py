@@ -7,18 +7,19 @@ Frame {b} is the payload's mocap frame L (the attach points rho_k are given in i
 the wrench the cables apply about its origin, in {b}, moment first (``core/spatial.py``):
 ``(sum rho_k x mu_k^L, sum mu_k^L)`` with mu_k^L = R_L^T (-|mu_k| xi_k), equals
 Y(V, dV, g) theta (``body_regressor``) for the body twist V = (Omega, R^T v), its derivative
-dV = (Omega_dot, R^T a - Omega x R^T v) and gravity g = R^T (0, 0, -g). Each sample's rows are
-whitened by the tensions' covariance (the UKFs') plus, to first order, the payload's filtered
-acceleration's (its covariance through the spatial inertia of a linearization point: taken
-as exact, it biased the CoM's height by 2-4 cm, 3-5 sigma, in MuJoCo flights); the online
+dV = (Omega_dot, R^T a - Omega x R^T v) and gravity g = R^T (0, 0, -g). The samples are
+weighted by the covariance of their residuals, estimated from the data (feasible generalized
+least squares), not by the covariances the UKFs and the motion filter state: those were 8-25
+times too large on MuJoCo flights, in proportions of their own, and weighted by them the
+payload acceleration's noise pulled the CoM's height 10-13 mm low (``InFlightIdentification``;
+docs/aerial-teams.md). Clusters of samples whose residuals
+are outliers (a gust on a robot, a UKF coasting unflagged) are left out. The online
 identification pairs each sample's tensions with the payload's motion at their instant,
 smoothed over a fixed lag (the filter's accelerations are the truth delayed,
-``PayloadMotionFilter.lag``, and noisy: the smoother removes the delay and about halves
-the noise that biased the CoM's height, see docs/aerial-teams.md). Both
-the UKFs' tensions and the filtered motion are correlated in time, so that the samples are
-not independent: the stated covariance adds what the scores of consecutive clusters of
-samples disagree beyond the noise model (Newey-West, ``score_overdispersion``, as the ground
-team's estimator does).
+``PayloadMotionFilter.lag``, and noisy). Both the UKFs' tensions and the filtered motion
+are correlated in time, so that the samples are not independent: the stated covariance adds
+what the scores of consecutive clusters of samples disagree beyond the noise model
+(Newey-West, ``score_overdispersion``, as the ground team's estimator does).
 
 ``OnlinePayloadIdentification`` is what the coordinator runs: samples while nobody touches
 the payload, a weak prior around the team description (so that a hover still gives the mass
@@ -68,12 +69,24 @@ class InFlightIdentification:
     """Accumulates no-contact samples of the team; ``solve`` identifies the payload or raises
     ``ExcitationError`` naming the parameters the motion did not excite.
 
-    ``direction_floor`` [rad] is added to each cable direction's standard deviation: the UKFs
-    state about 1e-3 rad, less than their error against MuJoCo's cables, and rows weighted by
-    it made a hovering payload's mass 12 % light (0.244 for 0.278 kg); with 0.01 rad, 0.278.
-    ``linearization``: the parameters whose spatial inertia maps a sample's motion
-    covariance to its wrench's (the team description). ``cluster_samples``: consecutive
-    samples per cluster of the Newey-West covariance (0.2 s at 100 Hz)."""
+    The samples are weighted by the covariance of their wrench residuals estimated from the
+    data (feasible generalized least squares: fit, residual covariance, refit), one 6x6 in
+    L for all. The covariances the samples state (the UKFs' tensions, ``direction_floor``,
+    the motion's through the spatial inertia of ``linearization``) weight only the first
+    fit, and every fit while there are fewer than ``min_samples``: on MuJoCo flights they
+    were 8-25 times the residuals' variance, in proportions of their own, and weighted by
+    them the payload acceleration's noise (in the regressor and, as m da, in the force
+    residual) pulled the CoM 13 mm low, under 1 mm weighted by the residuals' own
+    covariance (docs/aerial-teams.md).
+    A fit leaves out the clusters whose mean squared whitened residual exceeds
+    ``outlier_ratio`` times the clusters' median (``rejected`` counts their samples; clean
+    flights stay within 1.7 times it, a 3 N gust on a robot gives 30-90). The data are kept
+    as moments of [Y | w] per cluster of ``cluster_samples`` consecutive samples (the
+    Newey-West covariance's clusters; beyond ``max_clusters`` neighbours merge and clusters
+    double), so that any weight applies to all of them. ``tension_bias`` [N]: a bias of each
+    robot's tension that every sample shares, added to the covariance (on MuJoCo the UKFs'
+    mean tension errors were -0.002 to 0.005 N per cable over 6 flights, RMS 0.0024 N; taken
+    as 0 the mass's |error|/sigma RMS was 1.25 over those flights)."""
 
     def __init__(
         self,
@@ -81,15 +94,29 @@ class InFlightIdentification:
         direction_floor: float = 0.01,
         linearization: InertialParameters | None = None,
         cluster_samples: int = 20,
+        min_samples: int = 60,
+        max_clusters: int = 128,
+        outlier_ratio: float = 3.0,
+        tension_bias: float = 0.003,
     ):
         self.rho_L = np.asarray(rho_L, dtype=float)
         self.direction_floor = float(direction_floor)
-        self.data = RegressionData()
         self._map_solver: ConsistentIdentification | None = None
         self._map = np.vstack([np.hstack(list(skew(self.rho_L))), np.tile(np.eye(3), len(rho_L))])
         self._inertia = None if linearization is None else linearization.spatial_inertia
         self.cluster_samples = int(cluster_samples)
-        self._clusters: list[list[np.ndarray]] = []  # [information, eta, samples] each
+        self.min_samples = int(min_samples)
+        self.max_clusters = int(max_clusters)
+        self.outlier_ratio = float(outlier_ratio)
+        self.tension_bias = float(tension_bias)
+        self._kept: list[bool] = []  # per cluster: in the last fit (not an outlier)
+        self.rejected = 0  # samples the last fit left out (in clusters of outliers)
+        self._clusters: list[list] = []  # [moments (66, 66) of vec [Y | w], samples, the
+        # moments (6, 10, 6, n) of Y and d wrench / d tension] each
+        self._stated = np.zeros((6, 6))  # the sum of the samples' stated covariances
+        self.samples = 0
+        self.weight = np.eye(6)  # the last fit's (inverse residual covariance)
+        self.data: RegressionData | None = None  # the last fit's weighted data
 
     def add(
         self,
@@ -122,34 +149,115 @@ class InFlightIdentification:
         V = np.concatenate([Omega, v_b])
         dV = np.concatenate([Omega_dot, R_L.T @ accel - np.cross(Omega, v_b)])
         Y = body_regressor(V, dV, R_L.T @ (-GRAVITY * E3))
-        whitening = np.linalg.inv(np.linalg.cholesky(covariance))
-        self.data.add(Y, wrench, whitening)
-        self._add_to_cluster(whitening @ Y, whitening @ wrench)
+        row = np.hstack([Y, wrench[:, None]]).ravel()
+        if not np.all(np.isfinite(row)) or not np.all(np.isfinite(covariance)):
+            raise ValueError("in-flight identification: a sample with NaN or Inf; drop it")
+        per_tension = np.stack(
+            [self._map[:, 3 * k : 3 * k + 3] @ R_L.T @ -x for k, x in enumerate(np.asarray(xi))],
+            axis=1,
+        )  # d wrench / d tension_k
+        self._add_to_cluster(np.outer(row, row), np.einsum("ia,jb->iajb", Y, per_tension))
+        self._stated += covariance
+        self.samples += 1
 
-    def _add_to_cluster(self, WY: np.ndarray, WF: np.ndarray) -> None:
-        if not self._clusters or self._clusters[-1][2] >= self.cluster_samples:
-            self._clusters.append([np.zeros((10, 10)), np.zeros(10), 0])
+    def _add_to_cluster(self, moments: np.ndarray, bias: np.ndarray) -> None:
+        if not self._clusters or self._clusters[-1][1] >= self.cluster_samples:
+            if len(self._clusters) >= self.max_clusters:  # neighbours merge: memory stays bounded
+                pairs = zip(self._clusters[::2], self._clusters[1::2], strict=True)
+                self._clusters = [[x + y for x, y in zip(a, b, strict=True)] for a, b in pairs]
+                self.cluster_samples *= 2
+            self._clusters.append([np.zeros((66, 66)), 0, np.zeros_like(bias)])
         cluster = self._clusters[-1]
-        cluster[0] += WY.T @ WY
-        cluster[1] += WY.T @ WF
-        cluster[2] += 1
+        cluster[0] += moments
+        cluster[1] += 1
+        cluster[2] += bias
 
-    def _correlation_covariance(self, theta: np.ndarray, information: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _gram(weight: np.ndarray, moments: np.ndarray) -> np.ndarray:
+        """[W Y | W w]^T [W Y | W w] of the samples whose moments these are, W^T W = weight."""
+        return np.einsum("ij,iajb->ab", weight, moments.reshape(6, 11, 6, 11))
+
+    def _kept_moments(self) -> tuple[np.ndarray, int]:
+        """The moments and the number of the samples in the clusters kept."""
+        kept = [c for c, keep in zip(self._clusters, self._kept, strict=True) if keep]
+        return sum(c[0] for c in kept), sum(c[1] for c in kept)
+
+    def _data(self, weight: np.ndarray) -> RegressionData:
+        moments, samples = self._kept_moments()
+        return RegressionData.from_gram(self._gram(weight, moments), 6 * samples)
+
+    def _reweighted(self, theta: np.ndarray) -> np.ndarray:
+        """The inverse covariance of the residuals w - Y theta of the clusters kept."""
+        moments, samples = self._kept_moments()
+        u = np.append(theta, -1.0)
+        residual = np.einsum("iajb,a,b->ij", moments.reshape(6, 11, 6, 11), u, u) / samples
+        return np.linalg.inv(residual + 1e-12 * np.eye(6))
+
+    def _typical(self, theta: np.ndarray) -> list[bool]:
+        """Per cluster: whether its mean squared whitened residual (about 6 per sample under
+        ``weight``) is within ``outlier_ratio`` times the clusters' median."""
+        u = np.append(theta, -1.0)
+        spread = np.array([u @ self._gram(self.weight, m) @ u / n for m, n, _ in self._clusters])
+        return list(spread <= self.outlier_ratio * np.median(spread))
+
+    def _stated_data(self) -> RegressionData:
+        """All samples weighted by the mean of the covariances they state."""
+        if self.samples == 0:
+            raise ValueError("in-flight identification: no samples yet")
+        self._kept = [True] * len(self._clusters)
+        self.weight = np.linalg.inv(self._stated / self.samples)
+        return self._data(self.weight)
+
+    def _fit(self, solve_theta, iterations: int = 3) -> tuple[np.ndarray, RegressionData]:  # noqa: ANN001
+        """theta = ``solve_theta(data)`` of the data weighted by the stated covariances, then
+        ``iterations`` times by the covariance of the last fit's residuals, leaving out the
+        clusters whose residuals are outliers under it (``_typical``)."""
+        data = self._stated_data()
+        theta = solve_theta(data)
+        for _ in range(iterations if self.samples >= self.min_samples else 0):
+            self.weight = self._reweighted(theta)
+            self._kept = self._typical(theta)
+            self.weight = self._reweighted(theta)
+            data = self._data(self.weight)
+            theta = solve_theta(data)
+        self.data = data
+        self.rejected = self.samples - self._kept_moments()[1]
+        return theta, data
+
+    def _correlation_covariance(
+        self, theta: np.ndarray, information: np.ndarray, data: RegressionData
+    ) -> np.ndarray:
         """What the clusters' scores add to the covariance (``score_overdispersion``); the
         parameters the data fit: tr(H^-1 I_data), fewer than 10 under a prior."""
-        scores = [(eta - info @ theta, info) for info, eta, _ in self._clusters]
-        fitted = float(np.trace(np.linalg.solve(information, self.data.information)))
+        scores = []
+        for (moments, *_), keep in zip(self._clusters, self._kept, strict=True):
+            if not keep:
+                continue
+            gram = self._gram(self.weight, moments)
+            scores.append((gram[:10, 10] - gram[:10, :10] @ theta, gram[:10, :10]))
+        fitted = float(np.trace(np.linalg.solve(information, data.information)))
         return score_overdispersion([scores], information, fitted=fitted)
+
+    def _tension_bias_covariance(self, information: np.ndarray) -> np.ndarray:
+        """What a bias of ``tension_bias`` [N] in each robot's tension, independent between
+        robots and the same in every sample, moves theta by (the weighted fit's response
+        H^-1 sum Y^T W d wrench / d tension_k, squared): no number of samples averages it."""
+        kept = [c[2] for c, keep in zip(self._clusters, self._kept, strict=True) if keep]
+        response = np.einsum("ij,iajb->ab", self.weight, sum(kept))
+        A = np.linalg.solve(information, response) * self.tension_bias
+        return A @ A.T
 
     def solve(self) -> IdentifiedPayload:
         """The consistent optimum (paper 003's SDP, Clarabel with SCS fallback) and its
         covariance; ExcitationError names what the motion did not excite."""
-        self.data.check_excitation(max_condition=1e8)
-        result = ConsistentIdentification(1).solve(self.data)
-        information = self.data.information
+        self._stated_data().check_excitation(max_condition=1e8)
+        solver = ConsistentIdentification(1)
+        theta, data = self._fit(lambda data: solver.solve(data).params.vec)
+        information = data.information
         covariance = np.linalg.inv(information)
-        covariance += self._correlation_covariance(result.params.vec, information)
-        return IdentifiedPayload(result.params, covariance, self.data.n_rows // 6)
+        covariance += self._correlation_covariance(theta, information, data)
+        covariance += self._tension_bias_covariance(information)
+        return IdentifiedPayload(InertialParameters(theta), covariance, self.samples)
 
     def solve_with_prior(
         self, nominal: InertialParameters, information: np.ndarray
@@ -159,24 +267,29 @@ class InFlightIdentification:
         excite stays near the prior (its std says so) and is named in ``advice``. The MAP
         least-squares solution when its pseudo-inertia is positive definite (then it is
         also the SDP's optimum, found in microseconds), else paper 003's SDP with the prior."""
-        if self.data.n_rows == 0:
-            raise ValueError("in-flight identification: no samples yet")
+
+        def map_estimate(data: RegressionData) -> np.ndarray:
+            R = data.R
+            theta = np.linalg.solve(
+                data.information + information, R[:, :-1].T @ R[:, -1] + information @ nominal.vec
+            )
+            if InertialParameters(theta).consistency_margin() > 0.0:
+                return theta
+            if self._map_solver is None:  # the cvxpy problem, built once
+                self._map_solver = ConsistentIdentification(1, regularizer="euclidean")
+            return self._map_solver.solve(data, prior=nominal, gamma=information).params.vec
+
+        theta, data = self._fit(map_estimate)
         try:
-            self.data.check_excitation(max_condition=1e8)
+            data.check_excitation(max_condition=1e8)
             advice: tuple[str, ...] = ()
         except ExcitationError as error:
             advice = (f"in-flight identification: {error}",)
-        posterior = self.data.information + information
-        R = self.data.R
-        theta = np.linalg.solve(posterior, R[:, :-1].T @ R[:, -1] + information @ nominal.vec)
-        params = InertialParameters(theta)
-        if not params.consistency_margin() > 0.0:
-            if self._map_solver is None:  # the cvxpy problem, built once
-                self._map_solver = ConsistentIdentification(1, regularizer="euclidean")
-            params = self._map_solver.solve(self.data, prior=nominal, gamma=information).params
+        posterior = data.information + information
         covariance = np.linalg.inv(posterior)
-        covariance += self._correlation_covariance(params.vec, posterior)
-        return IdentifiedPayload(params, covariance, self.data.n_rows // 6, advice)
+        covariance += self._correlation_covariance(theta, posterior, data)
+        covariance += self._tension_bias_covariance(posterior)
+        return IdentifiedPayload(InertialParameters(theta), covariance, self.samples, advice)
 
 
 def prior_information(
@@ -226,7 +339,7 @@ class OnlinePayloadIdentification:
 
     @property
     def samples(self) -> int:
-        return self.identification.data.n_rows // 6
+        return self.identification.samples
 
     def add(self, estimate: AerialTeamEstimate, motion: PayloadMotionFilter) -> bool:
         """A valid estimate with the payload's motion filter; False if there was none to

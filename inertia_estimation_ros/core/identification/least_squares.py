@@ -39,6 +39,18 @@ class RegressionData:
         data.add(Y, F, weight)
         return data
 
+    @classmethod
+    def from_gram(cls, gram: np.ndarray, n_rows: int) -> RegressionData:
+        """The data whose [W Y | W F]^T [W Y | W F] is ``gram`` ((n+1) x (n+1), positive
+        semidefinite), standing for ``n_rows`` rows (e.g. rows weighted after they were
+        accumulated as moments)."""
+        values, vectors = np.linalg.eigh(0.5 * (gram + gram.T))
+        rows = np.sqrt(np.clip(values, 0.0, None))[:, None] * vectors.T
+        data = cls(len(gram) - 1)
+        data._R = np.linalg.qr(rows, mode="r")
+        data.n_rows = int(n_rows)
+        return data
+
     def add(self, Y: np.ndarray, F: np.ndarray, weight: np.ndarray | float | None = None) -> None:
         """Append rows F = Y theta.
 

@@ -41,6 +41,7 @@ from inertia_estimation_ros.sim import analytic as an  # noqa: E402
 
 CASES = ((100.0, 3), (1000.0, 3), (1000.0, 16))
 TARGET_US = 20.0
+OFFLINE_TARGET = 100.0  # x real time, by CPU, of the estimate command on a bag
 
 
 def team_batches(n: int, rate: float, duration: float, k: int) -> tuple[tuple, list]:
@@ -109,7 +110,8 @@ def estimator_cpu(ids: tuple, rate: float, sets: list, one_block: bool) -> float
 
 
 def offline(bag: str, period: float) -> None:
-    """Time ``estimate_bag`` on a bag (CPU and wall), as the estimate command runs it."""
+    """Time ``estimate_bag`` on a bag (CPU and wall), as the estimate command runs it, with
+    the CPU time of each of its phases (``BagRun.cpu_seconds``) and the ratio to real time."""
     from inertia_estimation_ros.bags import bag_duration
     from inertia_estimation_ros.commands.estimate import bag_folder, estimate_bag
 
@@ -122,14 +124,23 @@ def offline(bag: str, period: float) -> None:
     print(f"\noffline: inertia_estimation estimate {bag} (solves every {period:g} s of bag time)")
     header = (
         f"{'bag [s]':>8} {'samples':>8} {'CPU [s]':>8} {'wall [s]':>9} {'CPU/sample [us]':>16} "
-        f"{'x real time (CPU)':>18} {'x real time (wall)':>19}"
+        f"{'x real time (CPU)':>18} {'x real time (wall)':>19} {'target':>7}"
     )
     print(header)
     print("-" * len(header))
     print(
         f"{duration:8.1f} {samples:8d} {cpu:8.2f} {wall:9.2f} {1e6 * cpu / samples:16.1f} "
-        f"{duration / cpu:18.1f} {duration / wall:19.1f}"
+        f"{duration / cpu:18.1f} {duration / wall:19.1f} {OFFLINE_TARGET:7.0f}"
     )
+    print("\nwhere the CPU time goes (estimate_bag's phases; x real time if it were alone)")
+    header = f"{'phase':<16} {'CPU [s]':>8} {'share [%]':>10} {'x real time':>12}"
+    print(header)
+    print("-" * len(header))
+    for phase, seconds in run.cpu_seconds.items():
+        ratio = duration / max(seconds, 1e-9)
+        print(f"{phase:<16} {seconds:8.2f} {100 * seconds / cpu:10.1f} {ratio:12.1f}")
+    rest = cpu - run.cpu_seconds["history solves"]
+    print(f"{'all but history':<16} {rest:8.2f} {100 * rest / cpu:10.1f} {duration / rest:12.1f}")
 
 
 def main() -> None:

@@ -215,3 +215,59 @@ def test_robust_weights_follow_their_loss_functions():
     np.testing.assert_array_equal(gk.robust_weights(u, 1.0, "none", 3.0), 1.0)
     with pytest.raises(ValueError, match="robust loss"):
         gk.robust_weights(u, 1.0, "tukey", 3.0)
+
+
+def _central_difference(f, T_X, T_Y, h=1e-6):
+    """d f(X, Y) / d(dphi_X, dp_X, dphi_Y, dp_Y) by central differences of ``_perturb``."""
+    columns = []
+    for c in range(12):
+        step = np.zeros(6)
+        step[c % 6] = h
+        moved = [
+            (gk._perturb(T_X, sign * step), T_Y) if c < 6 else (T_X, gk._perturb(T_Y, sign * step))
+            for sign in (1.0, -1.0)
+        ]
+        columns.append((f(*moved[0]) - f(*moved[1])) / (2 * h))
+    return np.stack(columns)
+
+
+def test_pose_fit_jacobian_is_the_derivative_of_its_constraints():
+    rng = np.random.default_rng(7)
+    T_X, T_Y = (
+        sp.transform(Rotation.random(random_state=rng).as_matrix(), rng.normal(size=3))
+        for _ in range(2)
+    )
+    Pi = gk._tangent_coordinates(Rotation.random(random_state=rng).as_matrix())
+    i, s, n = 0, 12, 25
+    moving = np.r_[s : s + 12, n - 1]
+    numeric = _central_difference(
+        lambda X, Y: gk._pose_block(X, Y, Pi, i, s, n)[:, moving], T_X, T_Y
+    )
+    analytic = gk._pose_block_derivatives(T_X, T_Y, Pi)
+    np.testing.assert_allclose(analytic, numeric, atol=1e-7 * np.abs(numeric).max())
+    fixed = np.setdiff1d(np.arange(n), moving)  # the robot's own columns do not move
+    still = _central_difference(lambda X, Y: gk._pose_block(X, Y, Pi, i, s, n)[:, fixed], T_X, T_Y)
+    assert np.abs(still).max() < 1e-9
+
+
+def test_gravity_prior_jacobian_is_its_derivative():
+    sim, truth, ref = team_data(3, seed=4, noise=an.instrumented_noise())
+    ids = list(sim.measured)
+    gravity = {
+        r: gk.HomeGravity.from_samples(s.T_i0_i, s.g_i, 1e-4) for r, s in sim.measured.items()
+    }
+    residual, jacobian = gk.gravity_prior(gravity, ids, ref)
+    rng = np.random.default_rng(2)
+    homes = {
+        r: sp.transform(Rotation.random(random_state=rng).as_matrix(), np.zeros(3)) for r in ids
+    }
+    frames = [truth, homes]
+    movers = gk.others(ids, ref)
+    numeric = np.zeros((3 * len(movers), 6 * len(movers)))
+    h = 1e-6
+    for k in range(6 * len(movers)):
+        x = np.zeros(6 * len(movers))
+        x[k] = h
+        plus, minus = (gk.perturbed(homes, ref, sign * x) for sign in (1.0, -1.0))
+        numeric[:, k] = (residual([truth, plus]) - residual([truth, minus])) / (2 * h)
+    np.testing.assert_allclose(jacobian(frames), numeric, atol=1e-7 * np.abs(numeric).max())

@@ -15,7 +15,10 @@ import math
 import re
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,10 @@ GRASP_TYPES = {
 }
 TRUTH_TOPIC = "/ground_truth/payload"
 LIVE_TOPIC = "/payload_estimate"
-UPDATE_PERIOD = 0.1  # [s] of bag time between alignments and estimator updates
+UPDATE_PERIOD = 0.1  # [s] of bag time pushed at once, the solves' granularity
+PROCESS_PERIOD = 0.5  # [s] of bag time between alignments and estimator updates (or a solve)
+# Where ``estimate_bag``'s CPU time goes (``BagRun.cpu_seconds``).
+PHASES = ("reading", "ingestion", "history solves", "final solve")
 # What bad input raises; the commands print it as a message (BagError is a ValueError).
 INPUT_ERRORS = (ValueError, KeyError, OSError)
 
@@ -54,15 +60,20 @@ class BagRun:
     source: str = "offline"
     bag_seconds: float = 0.0  # the bag's duration (``run_on_bag``)
     wall_seconds: float = 0.0  # the wall time ``run_on_bag`` took over it
+    cpu_seconds: dict[str, float] = field(default_factory=dict)  # per PHASES, ``estimate_bag``
 
     def speed(self) -> str:
-        """'<bag> s of bag in <wall> s: <ratio>x real time' ('' when not timed)."""
+        """'<bag> s of bag in <wall> s: <ratio>x real time', then the CPU time and its ratio
+        and each phase's share ('' when not timed)."""
         if self.wall_seconds <= 0:
             return ""
         ratio = self.bag_seconds / self.wall_seconds
+        cpu = sum(self.cpu_seconds.values())
+        phases = ", ".join(f"{k} {v:.2f} s" for k, v in self.cpu_seconds.items())
         return (
             f"speed: {self.bag_seconds:.1f} s of bag in {self.wall_seconds:.2f} s: "
-            f"{ratio:.0f}x real time"
+            f"{ratio:.0f}x real time; CPU {cpu:.2f} s: "
+            f"{self.bag_seconds / max(cpu, 1e-9):.0f}x real time ({phases})"
         )
 
 
@@ -119,9 +130,12 @@ def estimate_bag(
     from ..ros.bag_grasps import read_grasp_entries
     from ..ros.conversions import to_payload_estimate
 
+    cpu = dict.fromkeys(PHASES, 0.0)
+    timed = partial(_timed, cpu)
     parameters = dict(parameters or {})
-    topics = bag_topics(path)
-    truth, live = recorded_estimates(path)
+    with timed("reading"):
+        topics = bag_topics(path)
+        truth, live = recorded_estimates(path)
     robots = list(parameters.get("robots") or bag_robots(path))
     if len(robots) < 2:
         raise ValueError(f"{path} holds grasp_state of {robots}: the team needs two robots")
@@ -136,28 +150,47 @@ def estimate_bag(
         wanted = grasp_topics(topics, robots)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
-    entries = read_grasp_entries(path, wanted)
-    times = np.array([e.timestamp for e in entries], dtype=np.int64)
-    start = 0
+    with timed("reading"):
+        entries = read_grasp_entries(path, wanted)
+        times = np.array([e.timestamp for e in entries], dtype=np.int64)
+    start, processed = 0, -np.inf
     while start < len(entries):  # windows of UPDATE_PERIOD of log time, as the node's worker
         stop = int(np.searchsorted(times, times[start] + int(UPDATE_PERIOD * 1e9)))
-        push_window(pipeline, entries[start:stop])
-        t = times[stop - 1] * 1e-9
-        start, first = stop, times[0] * 1e-9
+        window, start = entries[start:stop], stop
+        t, first = times[stop - 1] * 1e-9, times[0] * 1e-9
         next_solve = first + period if next_solve is None else next_solve
-        pipeline.process()
-        if solve_at is None and t >= next_solve:
+        due = solve_at is None and t >= next_solve
+        with timed("ingestion"):
+            push_window(pipeline, window)
+            if due or solve_at is not None or t - processed >= PROCESS_PERIOD:
+                pipeline.process()  # blocks of up to PROCESS_PERIOD, cut where solves fall
+                processed = t
+        if due:
             next_solve = t + period
-            history.append(to_payload_estimate(pipeline.estimate(), settings.frame_of))
+            with timed("history solves"):
+                history.append(to_payload_estimate(pipeline.estimate(), settings.frame_of))
             if progress is not None:
                 progress(t - first)
         while schedule and pipeline.last_stamp.get(reference, -np.inf) >= schedule[0]:
             schedule.pop(0)
-            history.append(to_payload_estimate(pipeline.estimate(), settings.frame_of))
-    pipeline.process()
-    final = to_payload_estimate(pipeline.estimate(full=True), settings.frame_of)
+            with timed("history solves"):
+                history.append(to_payload_estimate(pipeline.estimate(), settings.frame_of))
+    with timed("ingestion"):
+        pipeline.process()
+    with timed("final solve"):
+        final = to_payload_estimate(pipeline.estimate(full=True), settings.frame_of)
     history.append(final)
-    return BagRun(robots, reference, final, history, pipeline, truth, live)
+    return BagRun(robots, reference, final, history, pipeline, truth, live, cpu_seconds=cpu)
+
+
+@contextmanager
+def _timed(cpu: dict[str, float], phase: str) -> Iterator[None]:
+    """Add the CPU time of the block to ``cpu[phase]``."""
+    started = time.process_time()
+    try:
+        yield
+    finally:
+        cpu[phase] += time.process_time() - started
 
 
 def push_window(pipeline: Any, entries: list) -> None:

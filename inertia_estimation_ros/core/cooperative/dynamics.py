@@ -195,14 +195,8 @@ class WrenchMoments:
         With ``dV_covariance`` the first term is bias-compensated: the expected contribution
         of the regressor noise, samples * E[dY^T W dY], is subtracted (errors-in-variables).
         """
-        M = self.wrench_maps(T_s_i)
-        info = np.einsum("bc,bcad->ad", W, self.YY)
-        if self.dV_covariance is not None:
-            corrected = info - self.samples * regressor_noise_power(self.dV_covariance, W)
-            if np.linalg.eigvalsh(corrected)[0] >= -1e-9 * np.abs(info).max():
-                info = corrected
-        eta = np.einsum("bc,iabd,icd->a", W, self.K, M)
-        return info, eta
+        info, eta = stacked_normal_equations([self], self.wrench_maps(T_s_i), W)
+        return info[0], eta[0]
 
     def residual_moment(self, T_s_i: Mapping[str, np.ndarray], theta: np.ndarray) -> np.ndarray:
         """sum_k r_k r_k^T (6x6) of the residuals r_k = F_s,k - Y_k theta."""
@@ -214,6 +208,24 @@ class WrenchMoments:
         return FsFs - cross - cross.T + fitted
 
 
+def stacked_normal_equations(
+    moments: Sequence[WrenchMoments], M: np.ndarray, W: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``WrenchMoments.normal_equations`` of many moments of one team at once, given the
+    team's wrench maps M (``wrench_maps``) and the weight W: (info (K, 10, 10), eta (K, 10))."""
+    info = np.einsum("bc,kbcad->kad", W, np.stack([m.YY for m in moments]))
+    noisy = [k for k, m in enumerate(moments) if m.dV_covariance is not None]
+    if noisy:
+        power = regressor_noise_power(np.stack([moments[k].dV_covariance for k in noisy]), W)
+        samples = np.array([moments[k].samples for k in noisy], dtype=float)
+        corrected = info[noisy] - samples[:, None, None] * power
+        scale = np.abs(info[noisy]).max(axis=(1, 2))
+        keep = np.linalg.eigvalsh(corrected)[:, 0] >= -1e-9 * scale
+        info[np.array(noisy)[keep]] = corrected[keep]
+    eta = np.einsum("bc,kiabd,icd->ka", W, np.stack([m.K for m in moments]), M)
+    return info, eta
+
+
 def _pooled_covariance(a: WrenchMoments, b: WrenchMoments) -> np.ndarray | None:
     """Sample-weighted dV noise covariance of two pooled sets (None if neither has one)."""
     parts = [(m.samples, m.dV_covariance) for m in (a, b) if m.dV_covariance is not None]
@@ -223,13 +235,14 @@ def _pooled_covariance(a: WrenchMoments, b: WrenchMoments) -> np.ndarray | None:
 
 
 def regressor_noise_power(dV_covariance: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """E[dY^T W dY] (10x10) per sample for noise of covariance Sigma on dV_s.
+    """E[dY^T W dY] (10x10) per sample for noise of covariance Sigma on dV_s (or a stack of
+    them, (..., 6, 6)).
 
     Y is affine in dV (``core.regressor``): dY = sum_j d_j G_j with G_j = Y(0, e_j).
     """
     G = body_regressor(np.zeros((6, 6)), np.eye(6))  # (6 j, 6 rows, 10)
     WG = np.einsum("bc,lcd->lbd", W, G)
-    return np.einsum("jba,jbd->ad", G, np.einsum("jl,lbd->jbd", dV_covariance, WG))
+    return np.einsum("jba,...jbd->...ad", G, np.einsum("...jl,lbd->...jbd", dV_covariance, WG))
 
 
 def regressor_noise_covariance(dV_covariance: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -350,15 +363,15 @@ def segment_overdispersion(
     """
     scored = []
     for clusters, (sigma_f, sigma_m) in segments:
-        scores = []
-        for moments in clusters:
-            A_f, A_m = moments.noise_structure(T_s_i)
-            C = sigma_f**2 * A_f + sigma_m**2 * A_m
-            info, eta = moments.normal_equations(
-                T_s_i, np.linalg.inv(C + 1e-12 * np.trace(C) * np.eye(6))
-            )
-            scores.append((eta - info @ theta, info))
-        scored.append(scores)
+        if not clusters:
+            scored.append([])
+            continue
+        M = clusters[0].wrench_maps(T_s_i)  # clusters of one team: the same maps and noise
+        A_f, A_m = clusters[0].noise_structure(T_s_i)
+        C = sigma_f**2 * A_f + sigma_m**2 * A_m
+        W = np.linalg.inv(C + 1e-12 * np.trace(C) * np.eye(6))
+        info, eta = stacked_normal_equations(clusters, M, W)
+        scored.append(list(zip(eta - info @ theta, info, strict=True)))
     return score_overdispersion(scored, information, inflation)
 
 
@@ -386,13 +399,12 @@ def score_overdispersion(
     n = len(information)
     B, expected = np.zeros((n, n)), np.zeros((n, n))
     for scores in segments:
-        previous = None
-        for g, info in scores:
-            B += np.outer(g, g)
-            if previous is not None:
-                B += 0.5 * (np.outer(g, previous) + np.outer(previous, g))
-            previous = g
-            expected += inflation * info
+        if not len(scores):
+            continue
+        g = np.array([score for score, _ in scores])  # (clusters, n), oldest first
+        lagged = g[1:].T @ g[:-1]
+        B += g.T @ g + 0.5 * (lagged + lagged.T)
+        expected += inflation * np.sum([info for _, info in scores], axis=0)
     clusters = sum(len(scores) for scores in segments)
     if fitted:
         B *= min(clusters / max(clusters - fitted, 1e-9), 2.0)

@@ -409,12 +409,13 @@ class _Segments:
         )
 
     def residual_moments(self, theta: np.ndarray, index: np.ndarray) -> np.ndarray:
-        """R_j(theta_j) (len(index), 6, 6) for per-segment parameters theta (len(index), 10)."""
-        J = len(index)
-        C = (theta[:, None, :] @ self.K[index].reshape(J, 10, 36)).reshape(J, 6, 6)
-        YY_theta = self.YY[index].reshape(J, 360, 10) @ theta[:, :, None]
-        fitted = (YY_theta.reshape(J, 36, 10) @ theta[:, :, None]).reshape(J, 6, 6)
-        return self.P[index] - C - np.swapaxes(C, 1, 2) + fitted
+        """R_j(theta_j) (..., len(index), 6, 6) for per-segment parameters theta
+        (..., len(index), 10): several sets of them share one gather of the moments."""
+        J, lead = len(index), theta.shape[:-2]
+        C = (theta[..., None, :] @ self.K[index].reshape(J, 10, 36)).reshape(*lead, J, 6, 6)
+        YY_theta = self.YY[index].reshape(J, 360, 10) @ theta[..., None]
+        fitted = (YY_theta.reshape(*lead, J, 36, 10) @ theta[..., None]).reshape(*lead, J, 6, 6)
+        return self.P[index] - C - np.swapaxes(C, -1, -2) + fitted
 
 
 @dataclass
@@ -584,8 +585,8 @@ def _evaluate(view: _View, used: np.ndarray, settings: EstimatorSettings) -> _Ev
     theta = view.fit(used)
     reference, t, q = view.references(used)
     T = view.rss(reference)
-    R = view.data.residual_moments(view.full(reference), view.index)
-    fitted = view.data.residual_moments(view.full(theta), view.index)
+    both = np.stack([view.full(reference), view.full(theta)])
+    R, fitted = view.data.residual_moments(both, view.index)
     q = q + view.own
     r = float(view.rows.sum())
     mean, variance = np.zeros(len(T)), np.zeros(len(T))  # of T / mu

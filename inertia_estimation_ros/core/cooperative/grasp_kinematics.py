@@ -314,6 +314,23 @@ def _pose_block(
     return M
 
 
+def _pose_block_derivatives(T_X: np.ndarray, T_Y: np.ndarray, Pi: np.ndarray) -> np.ndarray:
+    """D (12, 6, 13): d ``_pose_block`` / dx of the columns that move (the reference's 12
+    and the last) along x = (dphi_X, dp_X, dphi_Y, dp_Y), the left perturbations of
+    ``_perturb``: R -> exp([dphi]) R gives d(R^T) = -R^T [e_c], p -> p + dp gives e_c."""
+    R_X, p_X, R_Y, p_Y = T_X[:3, :3], T_X[:3, 3], T_Y[:3, :3], T_Y[:3, 3]
+    dRXt, dRYt = -R_X.T @ sp.skew(np.eye(3)), -R_Y.T @ sp.skew(np.eye(3))  # (3, 3, 3)
+    D = np.zeros((12, 6, 13))
+    D[0:3, :3, :9] = -Pi @ np.einsum("ab,ncd->nacbd", R_Y.T, dRXt).reshape(3, 9, 9)
+    D[3:6, 3:, :9] = -np.einsum("ab,nd->nabd", R_Y.T, np.eye(3)).reshape(3, 3, 9)
+    D[6:9, :3, :9] = -Pi @ np.einsum("nab,cd->nacbd", dRYt, R_X.T).reshape(3, 9, 9)
+    D[6:9, 3:, :9] = -np.einsum("nab,d->nabd", dRYt, p_X).reshape(3, 3, 9)
+    D[6:9, 3:, 9:12] = -dRYt
+    D[6:9, 3:, 12] = dRYt @ p_Y
+    D[9:12, 3:, 12] = R_Y
+    return D
+
+
 def rotation_moments(moments: StackedMoments) -> dict[str, np.ndarray]:
     """Each robot's 9x9 mean of vec(R_i0_i) vec(R_i0_i)^T (vec by rows), from pose moments."""
     weight = max(moments.weight, 1e-300)
@@ -639,6 +656,7 @@ def _fit_pose_frames(
     R_bar: Mapping[str, np.ndarray],
     level: tuple[float, float],
     prior: Callable[[Frames], np.ndarray] | None,
+    prior_jacobian: Callable[[Frames], np.ndarray] | None = None,
     outer_iterations: int = 3,
 ) -> tuple[Frames, np.ndarray]:
     """Gauss-Newton on ||C^-1/2 M(X, Y) L||^2 (+ prior) over every robot's X = T_s_i, Y = T_s0_i0.
@@ -671,25 +689,23 @@ def _fit_pose_frames(
         r = (Wh @ np.vstack(blocks(current)) @ L).ravel()
         return r if prior is None else np.concatenate([r, prior(current)])
 
+    moving = np.r_[s : s + 12, n - 1]  # the columns of a block that move (the reference's)
+
     def jacobian(x: np.ndarray, base: Frames, Wh: np.ndarray) -> np.ndarray:
+        """Analytic: each robot's block moves with its own X and Y only
+        (``_pose_block_derivatives``); the prior's part from ``prior_jacobian``."""
         current = apply(base, x)
-        p0 = prior(current) if prior is not None else np.zeros(0)
         rows = Wh.shape[0] * n
-        columns = np.zeros((rows + len(p0), 2 * n_each))
-        h = 1e-7
+        extra = prior_jacobian(current) if prior_jacobian is not None else np.zeros((0, n_each))
+        columns = np.zeros((rows + len(extra), 2 * n_each))
+        L_moving = L[moving]
         for k, r in enumerate(movers):
-            X, Y = current[0][r], current[1][r]
-            M0 = _pose_block(X, Y, Pi[r], 12 * ids.index(r), s, n)
-            for c in range(12):
-                step = np.zeros(6)
-                step[c % 6] = h
-                X1, Y1 = (_perturb(X, step), Y) if c < 6 else (X, _perturb(Y, step))
-                dM = (_pose_block(X1, Y1, Pi[r], 12 * ids.index(r), s, n) - M0) / h
-                column = (c // 6) * n_each + 6 * k + c % 6
-                columns[:rows, column] = (Wh[:, 6 * k : 6 * k + 6] @ (dM @ L)).ravel()
-                if len(p0):
-                    moved = [current[0], {**current[1], r: Y1}] if c >= 6 else current
-                    columns[rows:, column] = (prior(moved) - p0) / h
+            D = _pose_block_derivatives(current[0][r], current[1][r], Pi[r])
+            dML = D @ L_moving  # (12, 6, m)
+            block = np.einsum("rj,cjm->rmc", Wh[:, 6 * k : 6 * k + 6], dML).reshape(rows, 12)
+            columns[:rows, 6 * k : 6 * k + 6] = block[:, :6]
+            columns[:rows, n_each + 6 * k : n_each + 6 * k + 6] = block[:, 6:]
+        columns[rows:, n_each:] = extra
         return columns
 
     x0 = np.zeros(2 * n_each)
@@ -730,25 +746,18 @@ def refine_grasps_from_poses(
     R_bar = mean_rotations(moments)
     homes = dict(homes or initial_homes(moments, reference_id, initial.T_s_i))
 
-    if gravity:
-        g_s0 = gravity[reference_id].direction
-        g_std = {
-            r: np.hypot(gravity[r].direction_std, gravity[reference_id].direction_std) for r in ids
-        }
-        g_dir = {r: gravity[r].direction for r in ids}
-
-    def common_gravity(frames: Frames) -> np.ndarray:
-        return np.concatenate(
-            [(frames[1][r][:3, :3] @ g_dir[r] - g_s0) / g_std[r] for r in others(ids, reference_id)]
-        )
-
     frames = [dict(initial.T_s_i), homes]
     level = noise
     if level is None:
         level = _pose_noise(pose_constraints(*frames, R_bar, ids, reference_id), moments)
     for iteration in range(noise_iterations + 1):
         frames, information = _fit_pose_frames(
-            moments, reference_id, frames, R_bar, level, common_gravity if gravity else None
+            moments,
+            reference_id,
+            frames,
+            R_bar,
+            level,
+            *(gravity_prior(gravity, ids, reference_id) if gravity else (None, None)),
         )
         if iteration < noise_iterations:
             level = _pose_noise(pose_constraints(*frames, R_bar, ids, reference_id), moments, level)
@@ -766,6 +775,32 @@ def refine_grasps_from_poses(
         level,
         homes,
     )
+
+
+def gravity_prior(
+    gravity: Mapping[str, HomeGravity], robot_ids: Sequence[str], reference_id: str
+) -> tuple[Callable[[Frames], np.ndarray], Callable[[Frames], np.ndarray]]:
+    """The pose fit's gravity prior R_s0_i0 g_i0 = g_s0 (``refine_grasps_from_poses``): its
+    whitened residual of the frames, and that residual's Jacobian along the home frames'
+    perturbations (dphi, dp) of the non-reference robots: d(exp([dphi]) R g) = -[R g] dphi."""
+    movers = others(robot_ids, reference_id)
+    g_s0 = gravity[reference_id].direction
+    g_s0_std = gravity[reference_id].direction_std
+    g_std = {r: np.hypot(gravity[r].direction_std, g_s0_std) for r in movers}
+
+    def residual(frames: Frames) -> np.ndarray:
+        return np.concatenate(
+            [(frames[1][r][:3, :3] @ gravity[r].direction - g_s0) / g_std[r] for r in movers]
+        )
+
+    def jacobian(frames: Frames) -> np.ndarray:
+        J = np.zeros((3 * len(movers), 6 * len(movers)))
+        for k, r in enumerate(movers):
+            g = frames[1][r][:3, :3] @ gravity[r].direction
+            J[3 * k : 3 * k + 3, 6 * k : 6 * k + 3] = -sp.skew(g) / g_std[r]
+        return J
+
+    return residual, jacobian
 
 
 def _check_reference(robot_ids: Sequence[str], reference_id: str) -> None:

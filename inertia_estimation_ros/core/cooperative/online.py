@@ -596,11 +596,14 @@ class TeamEstimator:
         """Batch-means inflation of the fit's own net-wrench residuals over the segments in
         use, each whitened with its group's noise (``wrench_blocks``): schedule-free."""
         kin = self._kinematics
+        maps = {  # one map per segment group: it depends on the group only
+            name: wrench_residual_map(kin.T_s_i, group, fit.theta, fit.noise[name])
+            for name, group in self._groups.items()
+        }
         parts = [
-            (s.blocks, wrench_residual_map(kin.T_s_i, group, fit.theta, fit.noise[s.group]))
+            (s.blocks, maps[s.group])
             for s in self._segments.segments
-            if s.used and s.blocks is not None and s.group in self._groups
-            for group in [self._groups[s.group]]
+            if s.used and s.blocks is not None and s.group in maps
         ]
         return pooled_block_inflation(parts)
 

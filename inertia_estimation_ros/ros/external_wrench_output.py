@@ -127,6 +127,11 @@ class ExternalWrenchOutput:
         elif inputs.offsets != offsets:
             self._inputs = inputs._replace(offsets=dict(offsets))
 
+    @property
+    def active(self) -> bool:
+        """Whether messages are wanted: an estimate to compute with and a rate above 0."""
+        return self._inputs is not None and self.node.params.external_wrench_rate > 0
+
     def on_message(self, message: GraspMessage) -> ExternalWrench | None:
         """A robot's message as it arrives (converted once, ``ingest.convert``: the pipeline
         takes the same samples); returns the wrench published, if any. Messages the pipeline

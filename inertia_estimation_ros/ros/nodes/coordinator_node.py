@@ -2,23 +2,23 @@
 
 A thin adapter around ``core.team_pipeline.TeamPipeline`` (checks, clock offsets, alignment,
 ``TeamEstimator``, robot liveness, diagnostics content), which ``inertia_estimation estimate``
-runs on bags without ROS. Subscription callbacks convert each message once
-(``ingest.convert``), enqueue its samples with their arrival time and hand the same samples to
-the external wrench output. A worker thread owns the pipeline: it checks what arrived, aligns
-and updates every ``update_period``; every ``estimate_period`` it snapshots the statistics for
-a solve on a thread of its own (``core.solver_thread``) and goes on updating: a solve (tens of
-milliseconds to a second at N = 16) never holds up the updates (issue 16). The worker publishes
-each estimate, TF and markers when its solve is done (the message's ``age`` says how old its
-newest sample was then); every ``diagnostics_period`` it publishes /diagnostics. Both periods
-run on the node's ROS clock (simulation time with ``use_sim_time``: a paused replay pauses
-them, a replay at 5x runs them 5x faster), and solves take at most a quarter of the wall time.
-Services are coroutines: each posts its command to the worker and awaits its result without
-holding the executor; commands run one after the other, each answered once it and its solve
-have run (at shutdown, commands not run yet are answered as failed). Tuning parameters are
-writable at run time (``ros2 param set``), checked as at start-up. Diagnostics follow
-``diagnostic_updater``'s conventions: per robot a status whose hardware_id is the robot id,
-STALE when its samples stop arriving on the ROS clock. Bad input is refused and counted, never
-raised.
+runs on bags without ROS. Subscription callbacks enqueue each message with its arrival time;
+while the external wrench output runs, they convert it (``ingest.convert``) and hand its
+samples to it, and the worker reuses that conversion (one per message). A worker thread owns
+the pipeline: it converts what is not converted yet, checks, aligns and updates every
+``update_period``; every ``estimate_period`` it snapshots the statistics for a solve on a
+thread of its own (``core.solver_thread``) and goes on updating: a solve (tens of milliseconds
+to a second at N = 16) never holds up the updates (issue 16). The worker publishes each
+estimate, TF and markers when its solve is done (the message's ``age`` says how old its newest
+sample was then); every ``diagnostics_period`` it publishes /diagnostics. Both periods run on
+the node's ROS clock (simulation time with ``use_sim_time``: a paused replay pauses them, a
+replay at 5x runs them 5x faster), and solves take at most a quarter of the wall time. Services
+are coroutines: each posts its command to the worker and awaits its result without holding the
+executor; commands run one after the other, each answered once it and its solve have run (at
+shutdown, commands not run yet are answered as failed). Tuning parameters are writable at run
+time (``ros2 param set``), checked as at start-up. Diagnostics follow ``diagnostic_updater``'s
+conventions: per robot a status whose hardware_id is the robot id, STALE when its samples stop
+arriving on the ROS clock. Bad input is refused and counted, never raised.
 """
 
 from __future__ import annotations
@@ -443,18 +443,21 @@ class CoordinatorNode(Node):
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    # ----- executor side: callbacks convert and enqueue -------------------------------------
+    # ----- executor side: callbacks enqueue (and feed the human wrench) ---------------------
     def _enqueue(self, robot_id: str):  # noqa: ANN202 (an rclpy callback)
         inbox = self._inbox
 
         def callback(msg: GraspState | GraspStateArray) -> None:
-            message = convert(robot_id, msg)  # once, for the pipeline and the human wrench
+            # Converted here only for the human wrench (it leaves now, not at the worker's
+            # next cycle); the worker reuses the conversion or makes it: once per message.
+            message = convert(robot_id, msg) if self.external_wrench.active else None
             if len(inbox) < INBOX_LIMIT:
-                inbox.append((message, self._now()))
+                inbox.append((robot_id, msg, message, self._now()))
             else:
                 self.overflow += 1
-            try:  # the human wrench leaves now, not at the worker's next cycle
-                self.external_wrench.on_message(message)
+            try:
+                if message is not None:
+                    self.external_wrench.on_message(message)
             except Exception as error:  # counted and reported by the worker
                 self._callback_errors.append(error)
 
@@ -599,9 +602,16 @@ class CoordinatorNode(Node):
             "parameters set: " + ", ".join(f"{k} = {v!r}" for k, v in changes.items())
         )
 
-    def _push(self, message: GraspMessage, received: float) -> None:
-        self._arrival[message.robot_id] = received
-        push_converted(self.pipeline, message, received)
+    def _push(
+        self,
+        robot_id: str,
+        msg: GraspState | GraspStateArray,
+        message: GraspMessage | None,
+        received: float,
+    ) -> None:
+        """A message into the pipeline, converted by its callback (``message``) or now."""
+        self._arrival[robot_id] = received
+        push_converted(self.pipeline, message or convert(robot_id, msg), received)
 
     def _run_command(self, command: str, result: Future) -> None:
         """Run a service's command and start its solve (from scratch for ``estimate_now``);

@@ -95,12 +95,9 @@ COMPAT_TESTS := test/test_spatial.py test/test_regressor.py \
 	test/test_sim_payload.py test/test_gazebo_assets.py test/test_robot_kinematics.py \
 	test/test_conversions.py test/test_messages_dds.py test/test_coordinator.py \
 	test/test_services.py test/test_parameters_runtime.py test/test_coordinator_node.py \
-	test/test_aerial_ukf.py
+	test/test_namespaces.py test/test_aerial_ukf.py
 # The live-coordinator tests stream one pass at the coordinator's own pace (flow control in
 # test/coordinator_graph.py): a fixed-rate looping stream failed them on a starved machine.
-# Not test_namespaces.py (issue 17, open): two coordinators in one process on numpy 1.26 take
-# samples 4x slower than on numpy 2 (300 against 1146 instants in 40 s, a quiet machine), so
-# its pass outlasts the test's bound; see docs/throughput.md.
 
 $(COMPAT)/bin/python:
 	$(PYTHON) -m venv $(COMPAT)

@@ -12,13 +12,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
 import numpy as np
 from coordinator_data import ROBOTS, team_session
 
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
 from inertia_estimation_ros.ros.conversions import to_grasp_state, to_grasp_state_array
-from inertia_estimation_ros.ros.ingest import push_message
+from inertia_estimation_ros.ros.ingest import convert, push_converted, push_message
 
 K = 10  # samples per batch
 N = 400  # samples per robot: 4 s of guided motion
@@ -118,6 +119,32 @@ def test_a_damaged_batched_stream_keeps_the_good_samples_and_counts_the_bad_by_r
     # no set spans a missing sample: the gap, the NaN and the late batch cost theirs only
     dropped = sum(pipeline.dropped().values())
     assert 2 * K + 1 <= dropped <= 2 * K + 1 + 6 and pipeline.updates == n - dropped
+
+
+def test_a_message_converted_once_is_the_pipelines_and_refusals_keep_their_reasons():
+    """The coordinator converts each message once (``convert``, in its subscription callback)
+    and hands the same samples to its external wrench output and to the pipeline."""
+    _, _, series = team_session(offsets=False)
+    pipeline = TeamPipeline(ROBOTS, "robot_1", SETTINGS)
+    single = convert("robot_1", single_messages(series, range(1))[0][1])
+    batch = convert("robot_2", batches(series, "robot_2", K)[0])
+    for message in (single, batch):
+        push_converted(pipeline, message)
+        assert message.refusal is None
+        assert pipeline.latest[message.robot_id] is message.samples[-1]
+    assert len(batch.samples) == K
+    wrong_robot = convert("robot_3", single_messages(series, range(1))[0][1])
+    short = batches(series, "robot_3", K)[0]
+    short.position = short.position[:-1]
+    malformed = convert("robot_3", short)
+    for message in (wrong_robot, malformed):
+        assert message.samples == ()
+        push_converted(pipeline, message)
+    assert wrong_robot.refusal[0] == "unknown robot id"
+    assert "GraspStateArray.position has" in malformed.refusal[1]
+    assert pipeline.rejected == Counter(
+        {("robot_3", "unknown robot id"): 1, ("robot_3", "malformed message"): 1}
+    )
 
 
 def test_a_solve_on_a_snapshot_leaves_updates_going_and_is_adopted():

@@ -35,8 +35,9 @@ from ..core.collaboration.human_wrench import (
 )
 from ..core.samples import GraspSample
 from ..core.team_pipeline import TeamPipeline
-from ..msg import ExternalWrench, GraspState, GraspStateArray
-from .conversions import grasp_sample, grasp_samples, to_external_wrench
+from ..msg import ExternalWrench
+from .conversions import to_external_wrench
+from .ingest import GraspMessage
 from .interface import RELIABLE_QOS, Topic
 from .parameters import Param
 
@@ -126,21 +127,20 @@ class ExternalWrenchOutput:
         elif inputs.offsets != offsets:
             self._inputs = inputs._replace(offsets=dict(offsets))
 
-    def on_message(self, robot_id: str, msg: GraspState | GraspStateArray) -> ExternalWrench | None:
-        """A robot's message as it arrives; returns the wrench published, if any. Messages
-        the pipeline refuses whole (another robot's id, wrong frame, malformed) are left
-        out here and counted there."""
-        if self._inputs is None or self.node.params.external_wrench_rate <= 0:
+    @property
+    def active(self) -> bool:
+        """Whether messages are wanted: an estimate to compute with and a rate above 0."""
+        return self._inputs is not None and self.node.params.external_wrench_rate > 0
+
+    def on_message(self, message: GraspMessage) -> ExternalWrench | None:
+        """A robot's message as it arrives (converted once, ``ingest.convert``: the pipeline
+        takes the same samples); returns the wrench published, if any. Messages the pipeline
+        refuses whole (another robot's id, wrong frame, malformed) are left out here and
+        counted there."""
+        rid = message.robot_id
+        if message.refusal is not None or message.frame_id != self.frame_of(rid):
             return None
-        if msg.robot_id != robot_id or msg.header.frame_id != self.frame_of(robot_id):
-            return None
-        try:
-            samples = (
-                grasp_samples(msg) if isinstance(msg, GraspStateArray) else [grasp_sample(msg)]
-            )
-        except (ValueError, TypeError):
-            return None
-        return self.on_samples(robot_id, samples)
+        return self.on_samples(rid, message.samples)
 
     def on_samples(self, robot_id: str, samples: Sequence[GraspSample]) -> ExternalWrench | None:
         """``on_message`` for converted samples of one robot."""

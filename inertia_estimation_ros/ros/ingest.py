@@ -1,8 +1,14 @@
 """Grasp messages into a ``TeamPipeline``: the one path of the coordinator node and of
-``inertia_estimation estimate`` (bags), for ``GraspState`` and ``GraspStateArray`` alike."""
+``inertia_estimation estimate`` (bags), for ``GraspState`` and ``GraspStateArray`` alike.
+Each message is converted once (``convert``); the coordinator hands the same samples to its
+external wrench output and, later, to the pipeline (``push_converted``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..core.samples import GraspSample
 from ..core.team_pipeline import TeamPipeline
 from ..msg import GraspState, GraspStateArray
 from .conversions import grasp_sample, grasp_samples
@@ -11,26 +17,49 @@ from .conversions import grasp_sample, grasp_samples
 GRASP_TOPICS = {"grasp_state": GraspState, "grasp_state_array": GraspStateArray}
 
 
+@dataclass(frozen=True)
+class GraspMessage:
+    """A message from ``robot_id``'s topic, converted: its samples and header frame id, or
+    ``refusal`` (reason, detail) when the pipeline refuses it whole (no samples then)."""
+
+    robot_id: str
+    frame_id: str
+    samples: Sequence[GraspSample] = ()
+    refusal: tuple[str, str] | None = None
+
+
+def convert(robot_id: str, msg: GraspState | GraspStateArray) -> GraspMessage:
+    """The samples of a message from ``robot_id``'s topic; a message naming another robot or
+    malformed (arrays of the wrong length) is refused whole."""
+    batch = isinstance(msg, GraspStateArray)
+    frame_id = msg.header.frame_id
+    if msg.robot_id != robot_id:
+        topic = "grasp_state_array" if batch else "grasp_state"
+        detail = f"robot id {msg.robot_id!r} on /{robot_id}/{topic}"
+        return GraspMessage(robot_id, frame_id, refusal=("unknown robot id", detail))
+    try:
+        samples = grasp_samples(msg) if batch else [grasp_sample(msg)]
+    except (ValueError, TypeError) as error:
+        return GraspMessage(robot_id, frame_id, refusal=("malformed message", str(error)))
+    return GraspMessage(robot_id, frame_id, samples)
+
+
+def push_converted(
+    pipeline: TeamPipeline, message: GraspMessage, received: float | None = None
+) -> None:
+    """Every sample of a converted message into the pipeline, each checked on its own
+    (``TeamPipeline.push_batch``; refusals are counted by the pipeline, never raised)."""
+    if message.refusal is not None:
+        pipeline.reject(message.robot_id, *message.refusal)
+        return
+    pipeline.push_batch(message.samples, message.frame_id, received)
+
+
 def push_message(
     pipeline: TeamPipeline,
     robot_id: str,
     msg: GraspState | GraspStateArray,
     received: float | None = None,
 ) -> None:
-    """Every sample of a message from ``robot_id``'s topic into the pipeline, each checked on
-    its own (``TeamPipeline.push_batch``; refusals are counted by the pipeline, never
-    raised): a message naming another robot or malformed (arrays of the wrong length) is
-    refused whole."""
-    batch = isinstance(msg, GraspStateArray)
-    if msg.robot_id != robot_id:
-        topic = "grasp_state_array" if batch else "grasp_state"
-        pipeline.reject(
-            robot_id, "unknown robot id", f"robot id {msg.robot_id!r} on /{robot_id}/{topic}"
-        )
-        return
-    try:
-        samples = grasp_samples(msg) if batch else [grasp_sample(msg)]
-    except (ValueError, TypeError) as error:
-        pipeline.reject(robot_id, "malformed message", str(error))
-        return
-    pipeline.push_batch(samples, msg.header.frame_id, received)
+    """``convert`` then ``push_converted``."""
+    push_converted(pipeline, convert(robot_id, msg), received)

@@ -2,22 +2,23 @@
 
 A thin adapter around ``core.team_pipeline.TeamPipeline`` (checks, clock offsets, alignment,
 ``TeamEstimator``, robot liveness, diagnostics content), which ``inertia_estimation estimate``
-runs on bags without ROS. Subscription callbacks only enqueue the message with its arrival
-time. A worker thread owns the pipeline: it converts and checks what arrived, aligns and
-updates every ``update_period``; every ``estimate_period`` it snapshots the statistics for a
-solve on a thread of its own (``core.solver_thread``) and goes on updating: a solve (tens of
-milliseconds to a second at N = 16) never holds up the updates (issue 16). The worker
-publishes each estimate, TF and markers when its solve is done (the message's ``age`` says
-how old its newest sample was then); every ``diagnostics_period`` it publishes /diagnostics.
-Both periods run on the node's ROS clock (simulation time with ``use_sim_time``: a paused
-replay pauses them, a replay at 5x runs them 5x faster), and solves take at most a quarter of
-the wall time. Services are coroutines: each posts its command to the worker and awaits its
-result without holding the executor; commands run one after the other, each answered once it
-and its solve have run (at shutdown, commands not run yet are answered as failed). Tuning
-parameters are writable at run time (``ros2 param set``), checked as at start-up. Diagnostics
-follow ``diagnostic_updater``'s conventions: per robot a status whose hardware_id is the robot
-id, STALE when its samples stop arriving on the ROS clock. Bad input is refused and counted,
-never raised.
+runs on bags without ROS. Subscription callbacks enqueue each message with its arrival time;
+while the external wrench output runs, they convert it (``ingest.convert``) and hand its
+samples to it, and the worker reuses that conversion (one per message). A worker thread owns
+the pipeline: it converts what is not converted yet, checks, aligns and updates every
+``update_period``; every ``estimate_period`` it snapshots the statistics for a solve on a
+thread of its own (``core.solver_thread``) and goes on updating: a solve (tens of milliseconds
+to a second at N = 16) never holds up the updates (issue 16). The worker publishes each
+estimate, TF and markers when its solve is done (the message's ``age`` says how old its newest
+sample was then); every ``diagnostics_period`` it publishes /diagnostics. Both periods run on
+the node's ROS clock (simulation time with ``use_sim_time``: a paused replay pauses them, a
+replay at 5x runs them 5x faster), and solves take at most a quarter of the wall time. Services
+are coroutines: each posts its command to the worker and awaits its result without holding the
+executor; commands run one after the other, each answered once it and its solve have run (at
+shutdown, commands not run yet are answered as failed). Tuning parameters are writable at run
+time (``ros2 param set``), checked as at start-up. Diagnostics follow ``diagnostic_updater``'s
+conventions: per robot a status whose hardware_id is the robot id, STALE when its samples stop
+arriving on the ROS clock. Bad input is refused and counted, never raised.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from ..conversions import to_payload_estimate
 from ..external_wrench_output import PARAMETERS as EXTERNAL_WRENCH_PARAMETERS
 from ..external_wrench_output import TOPICS as EXTERNAL_WRENCH_TOPICS
 from ..external_wrench_output import ExternalWrenchOutput
-from ..ingest import GRASP_TOPICS, push_message
+from ..ingest import GRASP_TOPICS, GraspMessage, convert, push_converted
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare, unknown_parameters, watch
 from ..payload_visualization import (
@@ -442,17 +443,21 @@ class CoordinatorNode(Node):
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    # ----- executor side: callbacks only enqueue ---------------------------------------------
+    # ----- executor side: callbacks enqueue (and feed the human wrench) ---------------------
     def _enqueue(self, robot_id: str):  # noqa: ANN202 (an rclpy callback)
         inbox = self._inbox
 
-        def callback(msg: GraspState) -> None:
+        def callback(msg: GraspState | GraspStateArray) -> None:
+            # Converted here only for the human wrench (it leaves now, not at the worker's
+            # next cycle); the worker reuses the conversion or makes it: once per message.
+            message = convert(robot_id, msg) if self.external_wrench.active else None
             if len(inbox) < INBOX_LIMIT:
-                inbox.append((robot_id, msg, self._now()))
+                inbox.append((robot_id, msg, message, self._now()))
             else:
                 self.overflow += 1
-            try:  # the human wrench leaves now, not at the worker's next cycle
-                self.external_wrench.on_message(robot_id, msg)
+            try:
+                if message is not None:
+                    self.external_wrench.on_message(message)
             except Exception as error:  # counted and reported by the worker
                 self._callback_errors.append(error)
 
@@ -597,9 +602,16 @@ class CoordinatorNode(Node):
             "parameters set: " + ", ".join(f"{k} = {v!r}" for k, v in changes.items())
         )
 
-    def _push(self, robot_id: str, msg: GraspState | GraspStateArray, received: float) -> None:
+    def _push(
+        self,
+        robot_id: str,
+        msg: GraspState | GraspStateArray,
+        message: GraspMessage | None,
+        received: float,
+    ) -> None:
+        """A message into the pipeline, converted by its callback (``message``) or now."""
         self._arrival[robot_id] = received
-        push_message(self.pipeline, robot_id, msg, received)
+        push_converted(self.pipeline, message or convert(robot_id, msg), received)
 
     def _run_command(self, command: str, result: Future) -> None:
         """Run a service's command and start its solve (from scratch for ``estimate_now``);

@@ -55,7 +55,7 @@ GRASP_QOS = QoSProfile(
     depth=1000, reliability=SENSOR_QOS.reliability, durability=SENSOR_QOS.durability
 )
 # The executor each real node runs on (run_executable's default is the multi-threaded one)
-EXECUTOR = {"source": "single", "coordinator": "single", "planner": "multi", "robot": "multi"}
+EXECUTOR = {"source": "single", "coordinator": "single", "planner": "multi", "robot": "events"}
 # The real executable in each role's place
 EXECUTABLES = {
     "source": "sim_node",

@@ -718,7 +718,7 @@ def test_the_executable_spins_on_the_events_executor_unless_told(monkeypatch, ca
     assert end.value.code == 0
     usage = " ".join(capsys.readouterr().out.split())
     assert "--executor {events,multi,single}" in usage
-    assert "spins on (default: events)" in usage
+    assert "tested on its default (default: events)" in usage
     monkeypatch.setattr(sys, "argv", ["robot_node", "--executor", "threads"])
     with pytest.raises(SystemExit) as end:
         robot_node.main()

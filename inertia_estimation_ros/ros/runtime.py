@@ -179,7 +179,8 @@ def run_executable(executable: str, argv: list[str] | None = None, executor: str
         "--executor",
         choices=sorted(EXECUTORS),
         default=executor,
-        help=f"rclpy executor the node spins on (default: {executor})",
+        help="rclpy executor the node spins on: multi- or single-threaded, or rclpy's "
+        f"experimental events executor; the node is tested on its default (default: {executor})",
     )
     executor = parser.parse_args(remove_ros_args(argv)[1:]).executor
     context = Context()

@@ -16,14 +16,14 @@ DDS, each node its own process (``latency``), p50 and p99; issue target p99 unde
 ``--timer`` sends the planner's reference on its control timer only (as before
 ``admittance_on_wrench``), for an A/B. ``--floor``: the same loop of processes, topics, QoS and
 executors with nodes that do no work (``echo_chain.py``), what DDS, rclpy and Python cost at
-the machine's load (``--single``: every echo node on the single-threaded executor; ``--fifo``:
-every process of the loop at SCHED_FIFO priority, as a real-time loop is deployed on Linux).
+the machine's load (``--single``: every echo node on the single-threaded executor; ``--rr``:
+every process of the loop at SCHED_RR priority, as a real-time loop is deployed on Linux).
 ``--executor EXECUTABLE=KIND`` (repeatable): that node's executor, in the real loop (the node's
 ``--executor`` option) or in the echo node in its place. Each run takes a ROS domain of its own
 unless ROS_DOMAIN_ID is set. The floor per hop count: ``echo_chain.py --table``.
 
 Run: .venv/bin/python bench/bench_collaboration.py [--latency [--timer] | --floor [--single]
-[--fifo]] [--executor EXECUTABLE=KIND ...]
+[--rr]] [--executor EXECUTABLE=KIND ...]
 """
 
 from __future__ import annotations
@@ -302,7 +302,7 @@ def floor(seconds: float = 15.0) -> int:
     import subprocess
 
     import rclpy
-    from echo_chain import EXECUTABLES, FIFO_PRIORITY, command_topic, fifo_prefix, sample_topic
+    from echo_chain import EXECUTABLES, FIFO_PRIORITY, command_topic, realtime_prefix, sample_topic
     from geometry_msgs.msg import PoseStamped
     from rclpy.context import Context
     from rclpy.node import Node
@@ -310,6 +310,9 @@ def floor(seconds: float = 15.0) -> int:
     from inertia_estimation_ros.commands.demo import stop_children
     from inertia_estimation_ros.ros.runtime import NodeGroup
 
+    prefix = realtime_prefix("rr" if "--rr" in sys.argv else "")
+    if prefix:  # this process too, before rclpy's and DDS's threads start (they inherit it)
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(FIFO_PRIORITY))
     own_domain()
     context = Context()
     rclpy.init(context=context)
@@ -322,9 +325,6 @@ def floor(seconds: float = 15.0) -> int:
     group = NodeGroup([monitor], context, "single").start()
     script = str(Path(__file__).with_name("echo_chain.py"))
     roles = [*ROBOTS, "coordinator", "planner", "source"]  # the source last: all listen
-    prefix = fifo_prefix("--fifo" in sys.argv)
-    if prefix:  # this process too (its threads inherit the policy)
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(FIFO_PRIORITY))
     executors = dict.fromkeys(EXECUTABLES.values(), "single") if "--single" in sys.argv else {}
     executors.update(chosen_executors())
     children = {}

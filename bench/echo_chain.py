@@ -123,7 +123,7 @@ def planner(node: Node) -> None:
 WARM_UP = 2.0  # [s] after the sink's first message before it keeps delays (discovery, imports)
 SPINNERS = ("plain", "single", "events", "multi")
 VARIANTS = (*SPINNERS, *(f"{kind}:fifo" for kind in SPINNERS))
-FIFO_PRIORITY = 50  # SCHED_FIFO priority of ``:fifo`` variants (1-99)
+FIFO_PRIORITY = 50  # real-time priority (1-99) of ``:fifo`` variants and ``--rr`` floors
 
 
 def chain_topic(hop: int) -> str:
@@ -203,10 +203,14 @@ def main(role: str, executor: str | None = None, *args: str) -> int:
     return spin(node, context, executor or EXECUTOR.get(kind, "single"))
 
 
-def fifo_prefix(realtime: bool) -> list[str]:
-    """The command prefix that runs a process at SCHED_FIFO priority FIFO_PRIORITY (as a
-    real-time control loop is deployed on Linux: other processes' load no longer delays it)."""
-    return ["chrt", "-f", str(FIFO_PRIORITY)] if realtime else []
+def realtime_prefix(policy: str) -> list[str]:
+    """The command prefix that runs a process at real-time priority FIFO_PRIORITY (as a
+    control loop is deployed on Linux: other processes' load no longer delays it): ``fifo``
+    (SCHED_FIFO), ``rr`` (SCHED_RR: equal priorities share a core in turns, so a process
+    that spins, as rclpy's multi-threaded executor does, cannot hold it), ``""``: none."""
+    return {"": [], "fifo": ["chrt", "-f"], "rr": ["chrt", "-r"]}[policy] + (
+        [str(FIFO_PRIORITY)] if policy else []
+    )
 
 
 def run_chain(hops: int, variant: str, seconds: float) -> tuple[list[float], float, float]:
@@ -214,7 +218,7 @@ def run_chain(hops: int, variant: str, seconds: float) -> tuple[list[float], flo
     ``kind:fifo``, at SCHED_FIFO priority): the delays (ms) and the load average (1 min)
     before and after."""
     executor, _, realtime = variant.partition(":")
-    script = [*fifo_prefix(bool(realtime)), sys.executable, str(Path(__file__).resolve())]
+    script = [*realtime_prefix(realtime), sys.executable, str(Path(__file__).resolve())]
     load = os.getloadavg()[0]
     sink = subprocess.Popen(
         [*script, "chain_sink", executor, str(hops), str(seconds)], stdout=subprocess.PIPE

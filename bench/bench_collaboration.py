@@ -27,11 +27,14 @@ DDS, each node its own process (``latency``), p50 and p99; issue target p99 unde
 ``--timer`` sends the planner's reference on its control timer only (as before
 ``admittance_on_wrench``), for an A/B. ``--floor``: the same loop of processes, topics, QoS and
 executors with nodes that do no work (``echo_chain.py``), what DDS, rclpy and Python cost at
-the machine's load (``--single``: every echo node on the single-threaded executor). Each run
-takes a ROS domain of its own unless ROS_DOMAIN_ID is set.
+the machine's load (``--single``: every echo node on the single-threaded executor; ``--rr``:
+every process of the loop at SCHED_RR priority, as a real-time loop is deployed on Linux).
+``--executor EXECUTABLE=KIND`` (repeatable): that node's executor, in the real loop (the node's
+``--executor`` option) or in the echo node in its place. Each run takes a ROS domain of its own
+unless ROS_DOMAIN_ID is set. The floor per hop count: ``echo_chain.py --table``.
 
 Run: .venv/bin/python bench/bench_collaboration.py [--aerial | --latency [--timer] |
---floor [--single]]
+--floor [--single] [--rr]] [--executor EXECUTABLE=KIND ...]
 """
 
 from __future__ import annotations
@@ -224,6 +227,20 @@ def own_domain() -> None:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 
 
+def chosen_executors() -> dict[str, str]:
+    """``--executor EXECUTABLE=KIND`` (repeatable, e.g. ``robot_node=events``): the rclpy
+    executor (a key of ``runtime.EXECUTORS``) that executable's processes spin on."""
+    pairs = [sys.argv[i + 1] for i, arg in enumerate(sys.argv[:-1]) if arg == "--executor"]
+    return dict(pair.split("=", 1) for pair in pairs)
+
+
+def with_executors(command: list[str], executable: str, executors: dict[str, str]) -> list[str]:
+    """``command`` (``python -m module --ros-args ...``) with ``--executor KIND`` if
+    ``executors`` names ``executable``."""
+    kind = executors.get(executable)
+    return command if kind is None else [*command[:3], "--executor", kind, *command[3:]]
+
+
 def latency_graph(folder: Path) -> Path:
     """config/sim_collaborate.yaml on the short test scenario (100 Hz samples)."""
     import yaml
@@ -264,11 +281,13 @@ class Arrivals:
 
     def report(self, skip: float = 0.0) -> int:
         """p50/p99 of sample -> wrench and sample -> every robot's next command, for the
-        samples whose wrench arrived after the first command (and ``skip`` s after it)."""
+        samples whose wrench arrived once every robot's commands flowed (and ``skip`` s
+        after): before, a robot whose command publisher this process discovered late would
+        count its discovery as delay."""
         if not self.commands or not all(self.commands.values()):
             print("no commands arrived")
             return 1
-        first_command = min(a[0] for a in self.commands.values())
+        first_command = max(a[0] for a in self.commands.values())
         delays, coordinator, settled = [], [], []
         for stamp, produced in self.sample.items():
             wrench = self.wrench.get(stamp)
@@ -293,8 +312,8 @@ class Arrivals:
         admitted = [s for s in self.wrench if self.wrench[s] >= first_command]
         span = max(admitted) - min(admitted) if len(admitted) > 1 else np.nan
         print(
-            f"wrenches after the first command: {len(admitted)} in {span:.2f} s of sample "
-            f"time, {len(admitted) / span:.1f} per second (the robots sample at 100 Hz)"
+            f"wrenches after every robot's first command: {len(admitted)} in {span:.2f} s of "
+            f"sample time, {len(admitted) / span:.1f} per second (the robots sample at 100 Hz)"
         )
         return 0
 
@@ -314,6 +333,7 @@ def latency() -> int:
 
     from inertia_estimation_ros.commands.demo import start_children, stop_children
     from inertia_estimation_ros.msg import ExternalWrench, GraspState
+    from inertia_estimation_ros.ros import bringup
     from inertia_estimation_ros.ros.demo_monitor import DemoMonitor
     from inertia_estimation_ros.ros.runtime import NodeGroup
 
@@ -328,7 +348,15 @@ def latency() -> int:
         topics[rid] = (PoseStamped, f"/{rid}/robot_node/command/pose")
     arrivals = Arrivals(monitor, topics)
     group = NodeGroup([monitor], context, "single").start()
-    children = start_children(latency_graph(folder), folder / "graph.log")
+    executors = chosen_executors()
+    node_command = bringup.node_command  # start_children's, with the chosen executors
+    bringup.node_command = lambda spec, *args: with_executors(
+        node_command(spec, *args), spec.executable, executors
+    )
+    try:
+        children = start_children(latency_graph(folder), folder / "graph.log")
+    finally:
+        bringup.node_command = node_command
     enabled = None
     try:
         deadline = time.monotonic() + 300
@@ -350,10 +378,11 @@ def floor(seconds: float = 15.0) -> int:
     """The same loop with nodes that do no work (``echo_chain.py``: the same processes, topics'
     QoS and executors), for ``seconds`` at 100 Hz: what DDS, rclpy and the interpreter cost
     at this load, the floor under ``--latency``'s figures."""
+    import os
     import subprocess
 
     import rclpy
-    from echo_chain import command_topic, sample_topic
+    from echo_chain import EXECUTABLES, FIFO_PRIORITY, command_topic, realtime_prefix, sample_topic
     from geometry_msgs.msg import PoseStamped
     from rclpy.context import Context
     from rclpy.node import Node
@@ -361,6 +390,9 @@ def floor(seconds: float = 15.0) -> int:
     from inertia_estimation_ros.commands.demo import stop_children
     from inertia_estimation_ros.ros.runtime import NodeGroup
 
+    prefix = realtime_prefix("rr" if "--rr" in sys.argv else "")
+    if prefix:  # this process too, before rclpy's and DDS's threads start (they inherit it)
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(FIFO_PRIORITY))
     own_domain()
     context = Context()
     rclpy.init(context=context)
@@ -373,8 +405,13 @@ def floor(seconds: float = 15.0) -> int:
     group = NodeGroup([monitor], context, "single").start()
     script = str(Path(__file__).with_name("echo_chain.py"))
     roles = [*ROBOTS, "coordinator", "planner", "source"]  # the source last: all listen
-    executor = ["single"] if "--single" in sys.argv else []
-    children = {r: subprocess.Popen([sys.executable, script, r, *executor]) for r in roles}
+    executors = dict.fromkeys(EXECUTABLES.values(), "single") if "--single" in sys.argv else {}
+    executors.update(chosen_executors())
+    children = {}
+    for role in roles:
+        executor = executors.get(EXECUTABLES["robot" if role in ROBOTS else role])
+        command = [*prefix, sys.executable, script, role, *([executor] if executor else [])]
+        children[role] = subprocess.Popen(command)
     try:
         deadline = time.monotonic() + 120  # discovery: a minute or more at a high load
         while not all(arrivals.commands.values()) and time.monotonic() < deadline:

@@ -10,6 +10,7 @@ central differences; everything not differentiated must match to round-off.
 
 from __future__ import annotations
 
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -17,7 +18,6 @@ import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
@@ -44,8 +44,10 @@ from inertia_estimation_ros.ros.conversions import (
     to_wrench,
 )
 from inertia_estimation_ros.ros.interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS
+from inertia_estimation_ros.ros.nodes import robot_node
 from inertia_estimation_ros.ros.nodes.robot_node import STALE, RobotNode
 from inertia_estimation_ros.ros.parameters import ParameterError
+from inertia_estimation_ros.ros.runtime import EXECUTORS
 from inertia_estimation_ros.ros.spin import spin_until
 from inertia_estimation_ros.sim.scenario import read_scenario_yaml, run_scenario
 
@@ -472,9 +474,10 @@ def test_settings_and_models_that_cannot_work_are_refused(gimbals):
 
 # ----- the node over DDS ----------------------------------------------------------------------
 class Harness:
-    """A RobotNode and a test node that feeds it in lock step and collects its outputs."""
+    """A RobotNode and a test node that feeds it in lock step and collects its outputs, on
+    rclpy's single-threaded executor or another of ``runtime.EXECUTORS``."""
 
-    def __init__(self, context, robot_id: str, **parameters):
+    def __init__(self, context, robot_id: str, executor: str = "single", **parameters):
         overrides = [Parameter(k, value=v) for k, v in parameters.items()]
         self.node = RobotNode(
             context=context,
@@ -483,7 +486,7 @@ class Harness:
             use_global_arguments=False,
         )
         self.tester = Node("tester", context=context, namespace=robot_id)
-        self.executor = SingleThreadedExecutor(context=context)
+        self.executor = EXECUTORS[executor](context=context)
         self.executor.add_node(self.node)
         self.executor.add_node(self.tester)
         self.out: dict[str, list] = {"grasp_state": [], "grasp_twist": [], "grasp_wrench": []}
@@ -549,13 +552,14 @@ def ft_reading(record, k: int, frame: str | None = None) -> WrenchStamped:
 
 
 @pytest.mark.timeout(120)
-def test_robot_node_publishes_what_the_core_computes(ros_context, gimbals):
+@pytest.mark.parametrize("executor", ["single", "events"])  # the executable spins on "events"
+def test_robot_node_publishes_what_the_core_computes(ros_context, gimbals, executor):
     """Joint states, F/T and the latched URDF in; GraspState, TwistStamped and WrenchStamped
     out, stamped with the input's sample times, equal to the offline core (and so to the
     simulator's grasp signals, tested above)."""
     rid = "robot_2"
     record, truth = gimbals.robots[rid], gimbals.ground_truth.grasps[rid]
-    h = Harness(ros_context, rid, has_torque=False, cutoff_hz=0.0, rate_hz=0.0)
+    h = Harness(ros_context, rid, executor, has_torque=False, cutoff_hz=0.0, rate_hz=0.0)
     try:
         assert h.connected("joint_states", "ft_sensor", "robot_description")
         h.pub["robot_description"].publish(String(data=record.urdf))
@@ -702,6 +706,24 @@ def test_robot_node_parameters_that_cannot_work_are_refused(ros_context, gimbals
         start(namespace="")
     with pytest.raises(ParameterError, match="cutoff_hz"):
         start(cutoff_hz=-1.0)
+
+
+def test_the_executable_spins_on_the_events_executor_unless_told(monkeypatch, capsys):
+    """``robot_node --executor`` chooses rclpy's executor (default: the events executor, the
+    lowest latency from a reference to a command; docs/collaboration.md); a wrong one is
+    refused with the choices."""
+    monkeypatch.setattr(sys, "argv", ["robot_node", "--help"])
+    with pytest.raises(SystemExit) as end:
+        robot_node.main()
+    assert end.value.code == 0
+    usage = " ".join(capsys.readouterr().out.split())
+    assert "--executor {events,multi,single}" in usage
+    assert "tested on its default (default: events)" in usage
+    monkeypatch.setattr(sys, "argv", ["robot_node", "--executor", "threads"])
+    with pytest.raises(SystemExit) as end:
+        robot_node.main()
+    assert end.value.code == 2
+    assert "invalid choice: 'threads'" in capsys.readouterr().err
 
 
 @pytest.mark.timeout(120)

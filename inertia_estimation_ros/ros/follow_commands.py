@@ -13,13 +13,14 @@ robot is not in it.
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
-from ..core.collaboration.following import grasp_commands
+from ..core.collaboration.following import model_wrench, share_maps
 from ..msg import PayloadEstimate
 from .conversions import pose_matrix, to_pose, to_wrench, transform_matrix, twist_vector
 from .interface import LATCHED_QOS, RELIABLE_QOS, Topic
@@ -77,6 +78,15 @@ PARAMETERS = [
 ]
 
 
+class _Model(NamedTuple):
+    """The estimate as this robot's commands use it: theta in {s}, T_s_i, and the share map
+    (``following.share_maps``: this robot's wrench = share @ the model's wrench F_s)."""
+
+    theta: np.ndarray
+    T_s_i: np.ndarray
+    share: np.ndarray
+
+
 class FollowCommands:
     """This robot's commands (module docstring); ``robot_id`` and ``grasp_frame`` name it."""
 
@@ -84,7 +94,7 @@ class FollowCommands:
         self.node, self.robot_id, self.grasp_frame = node, robot_id, grasp_frame
         self.gravity = np.asarray(params.command_gravity, dtype=float)
         self.force_only = bool(params.command_force_only)
-        self.model: tuple[np.ndarray, dict[str, np.ndarray]] | None = None
+        self.model: _Model | None = None
         self.V_s = np.zeros(6)
         self._pose = node.create_publisher(PoseStamped, "~/command/pose", RELIABLE_QOS)
         self._wrench = node.create_publisher(WrenchStamped, "~/command/wrench", RELIABLE_QOS)
@@ -98,9 +108,15 @@ class FollowCommands:
         subscribe(TwistStamped, "/planner_node/reference/twist", self.on_twist, RELIABLE_QOS)
 
     def on_estimate(self, msg: PayloadEstimate) -> None:
+        """The model and this robot's grasp and share map, once per estimate (not per
+        reference: the reference's callback is on the loop's hot path)."""
         grasps = {g.robot_id: transform_matrix(g.transform) for g in msg.grasps}
-        usable = msg.grasps_valid and msg.mass_valid and self.robot_id in grasps
-        self.model = (np.asarray(msg.parameters, dtype=float), grasps) if usable else None
+        if not (msg.grasps_valid and msg.mass_valid and self.robot_id in grasps):
+            self.model = None
+            return
+        maps, _ = share_maps(grasps, dict.fromkeys(grasps, not self.force_only))
+        theta = np.asarray(msg.parameters, dtype=float)
+        self.model = _Model(theta, grasps[self.robot_id], maps[self.robot_id])
 
     def on_twist(self, msg: TwistStamped) -> None:
         V = twist_vector(msg.twist)
@@ -112,13 +128,10 @@ class FollowCommands:
         T_w_s, model, V_s = pose_matrix(msg.pose), self.model, self.V_s
         if model is None or not np.all(np.isfinite(T_w_s)):
             return None
-        theta, T_s_i = model
-        has_torque = dict.fromkeys(T_s_i, not self.force_only)
-        team = grasp_commands(T_w_s, V_s, np.zeros(6), theta, T_s_i, has_torque, self.gravity)
-        mine = team.commands[self.robot_id]
-        pose = PoseStamped(header=msg.header, pose=to_pose(mine.T_w_i))
-        wrench = WrenchStamped(wrench=to_wrench(mine.F_i))
+        F_s = model_wrench(T_w_s, V_s, np.zeros(6), model.theta, self.gravity)
+        pose = PoseStamped(header=msg.header, pose=to_pose(T_w_s @ model.T_s_i))
+        self._pose.publish(pose)  # leaves before the wrench share is computed
+        wrench = WrenchStamped(wrench=to_wrench(model.share @ F_s))
         wrench.header.stamp, wrench.header.frame_id = msg.header.stamp, self.grasp_frame
-        self._pose.publish(pose)
         self._wrench.publish(wrench)
         return pose, wrench

@@ -22,6 +22,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.clock import Clock, ClockType
 from rclpy.context import Context
 from rclpy.executors import Executor, MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from rclpy.timer import Timer
@@ -72,7 +73,12 @@ class _MultiThreadedExecutor(MultiThreadedExecutor):
         return Executor.shutdown(self, timeout_sec)
 
 
-EXECUTORS = {"multi": _MultiThreadedExecutor, "single": SingleThreadedExecutor}
+# "events": rclpy's experimental EventsExecutor (single-threaded, its wait loop in C++).
+EXECUTORS = {
+    "multi": _MultiThreadedExecutor,
+    "single": SingleThreadedExecutor,
+    "events": EventsExecutor,
+}
 
 
 class NodeGroup:
@@ -169,7 +175,14 @@ def run_executable(executable: str, argv: list[str] | None = None, executor: str
         "-r __ns:=/robot_1 --params-file config/sim_paper000.yaml",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.parse_args(remove_ros_args(argv)[1:])
+    parser.add_argument(
+        "--executor",
+        choices=sorted(EXECUTORS),
+        default=executor,
+        help="rclpy executor the node spins on: multi- or single-threaded, or rclpy's "
+        f"experimental events executor; the node is tested on its default (default: {executor})",
+    )
+    executor = parser.parse_args(remove_ros_args(argv)[1:]).executor
     context = Context()
     rclpy.init(args=argv, context=context, signal_handler_options=SignalHandlerOptions.NO)
     try:

@@ -37,23 +37,41 @@ class TeamCommand:
     unbalanced: np.ndarray  # part of the model wrench (about {s}) the grasps cannot apply
 
 
+def share_maps(
+    T_s_i: Mapping[str, np.ndarray], has_torque: Mapping[str, bool]
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The minimum-norm split as linear maps, fixed while the grasps are: robot r's wrench
+    (in its {i}) = maps[r] @ F_s (6x6, moment rows zero for a robot that transmits no moment),
+    and the residual F_s - sum that the grasp map cannot carry = residual @ F_s."""
+    ids = list(T_s_i)
+    columns = {r: slice(0, 6) if has_torque.get(r, True) else slice(3, 6) for r in ids}
+    G = np.hstack([sp.adjoint(sp.inverse(T_s_i[r])).T[:, columns[r]] for r in ids])
+    G_plus = np.linalg.pinv(G, rcond=1e-10)
+    maps, k = {}, 0
+    for r in ids:
+        width = columns[r].stop - columns[r].start
+        maps[r] = np.zeros((6, 6))
+        maps[r][columns[r]] = G_plus[k : k + width]
+        k += width
+    return maps, np.eye(6) - G @ G_plus
+
+
 def wrench_shares(
     T_s_i: Mapping[str, np.ndarray], has_torque: Mapping[str, bool], F_s: np.ndarray
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Minimum-norm robot wrenches (each in its {i}) whose sum about {s} is F_s, and the
     residual F_s - sum that the grasp map cannot carry."""
-    ids = list(T_s_i)
-    maps = {r: sp.adjoint(sp.inverse(T_s_i[r])).T for r in ids}
-    columns = {r: slice(0, 6) if has_torque.get(r, True) else slice(3, 6) for r in ids}
-    G = np.hstack([maps[r][:, columns[r]] for r in ids])
-    x = np.linalg.pinv(G, rcond=1e-10) @ F_s
-    shares, k = {}, 0
-    for r in ids:
-        F = np.zeros(6)
-        width = columns[r].stop - columns[r].start
-        F[columns[r]] = x[k : k + width]
-        shares[r], k = F, k + width
-    return shares, F_s - G @ x
+    maps, residual = share_maps(T_s_i, has_torque)
+    return {r: M @ F_s for r, M in maps.items()}, residual @ F_s
+
+
+def model_wrench(
+    T_w_s: np.ndarray, V_s: np.ndarray, dV_s: np.ndarray, theta: np.ndarray, gravity_w: np.ndarray
+) -> np.ndarray:
+    """F_s = Y(V_s, dV_s, g_s) theta with g_s = R_w_s^T g_w: the wrench (about {s}, in {s})
+    that moves the model theta along the reference; gravity_w in the world frame [m/s^2]."""
+    g_s = T_w_s[:3, :3].T @ np.asarray(gravity_w, dtype=float)
+    return body_regressor(V_s, dV_s, g_s) @ np.asarray(theta, dtype=float)
 
 
 def grasp_commands(
@@ -67,8 +85,7 @@ def grasp_commands(
 ) -> TeamCommand:
     """Every robot's command for the reference (T_w_s, V_s, dV_s) of {s} and the model
     theta (in {s}); gravity_w in the world frame [m/s^2] (module docstring)."""
-    g_s = T_w_s[:3, :3].T @ np.asarray(gravity_w, dtype=float)
-    F_s = body_regressor(V_s, dV_s, g_s) @ np.asarray(theta, dtype=float)
+    F_s = model_wrench(T_w_s, V_s, dV_s, theta, gravity_w)
     shares, unbalanced = wrench_shares(T_s_i, has_torque, F_s)
     commands = {
         r: GraspCommand(r, T_w_s @ T, sp.twist_to(sp.inverse(T), V_s), shares[r])

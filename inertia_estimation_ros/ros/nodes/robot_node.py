@@ -520,7 +520,7 @@ class RobotNode(Node):
 
 
 def main() -> int:
-    return run_executable("robot_node")
+    return run_executable("robot_node", executor="events")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ Run: .venv/bin/python bench/bench_collaboration.py [--aerial | --latency [--time
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
@@ -423,8 +424,26 @@ def floor(seconds: float = 15.0) -> int:
     return arrivals.report()
 
 
+def check_options() -> None:
+    """``--help`` and a clear error for an unknown option; the runs read ``sys.argv``."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--aerial", action="store_true", help="the aerial team's effort table")
+    mode.add_argument("--latency", action="store_true", help="wrench -> commands over DDS")
+    mode.add_argument("--floor", action="store_true", help="the same loop, nodes doing no work")
+    parser.add_argument("--timer", action="store_true", help="reference on the planner's timer")
+    parser.add_argument("--single", action="store_true", help="echo nodes single-threaded")
+    parser.add_argument("--rr", action="store_true", help="the loop at SCHED_RR priority")
+    parser.add_argument("--executor", action="append", metavar="EXECUTABLE=KIND", default=[])
+    parser.parse_args()
+
+
 if __name__ == "__main__":
     from doc_page import benchmark_page  # the tables into docs/benchmarks/collaboration.md
+
+    check_options()
 
     with benchmark_page("collaboration"):
         if "--floor" in sys.argv:

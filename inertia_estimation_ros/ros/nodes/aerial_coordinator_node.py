@@ -308,7 +308,7 @@ class AerialCoordinatorNode(Node):
         self._latest = -np.inf  # newest stamp received
         self.identification = OnlinePayloadIdentification(self.estimator.model)
         self.hands_off = bool(p.hands_off)
-        self._solved_samples = 0
+        self._solved: tuple = (0, None)  # (samples, refusal) of the last solve
         self.create_service(SetBool, "~/hands_off", self._set_hands_off)
         self.create_timer(p.publish_period, self._publish)
         if p.identification != "off":
@@ -414,18 +414,21 @@ class AerialCoordinatorNode(Node):
 
     def _sample(self, estimate) -> None:  # noqa: ANN001
         """An identification sample, if nobody touches the payload (by the estimate or the
-        operator's word) and every source is fresh."""
+        operator's word) and every source is fresh; a degraded estimate is only counted
+        (with the UKFs' counters: the identification refuses if most were degraded)."""
         mode = self.params.identification
         hands_off = self.hands_off or (mode == "no_contact" and not estimate.contact)
-        if mode != "off" and hands_off and not estimate.degraded:
-            self.identification.add(estimate, self.estimator.motion)
+        if mode != "off" and hands_off:
+            counters = self.estimator.robot_counters()
+            self.identification.add(estimate, self.estimator.motion, counters)
 
     def _identify(self) -> None:
         """Solve with the samples so far, publish the PayloadEstimate, feed the wrench."""
         samples = self.identification.samples
-        if samples == self._solved_samples:
+        solved = (samples, self.identification.damage_refusal())
+        if solved == self._solved:
             return
-        self._solved_samples = samples
+        self._solved = solved
         try:
             team_estimate, params = self.identification.solve()
         except (ValueError, ConsistencyError, np.linalg.LinAlgError) as error:

@@ -125,7 +125,7 @@ def identified_payload(quick: bool):
 
     def add(e) -> None:
         if e.stamp > 1.0:
-            identification.add(e, estimator.motion)
+            identification.add(e, estimator.motion, estimator.robot_counters())
 
     feed(estimator, r, each=add)
     truth = scenario.ground_truth_document()["payload"]

@@ -125,7 +125,7 @@ def identified_payload(quick: bool):
 
     def add(e) -> None:
         if e.stamp > 1.0:
-            identification.add(e, estimator.motion)
+            identification.add(e, estimator.motion, estimator.robot_counters())
 
     feed(estimator, r, each=add)
     truth = scenario.ground_truth_document()["payload"]
@@ -185,11 +185,13 @@ def _damaged_flight(config: dict, seed: int, case: str):
     return scenario, r, None
 
 
-def _add_while_hands_off(runs: dict, motion, estimate) -> None:
-    """As the coordinator samples (``~/hands_off``): every estimate with nothing degraded."""
-    if estimate.stamp > 1.0 and not estimate.degraded:
+def _add_while_hands_off(runs: dict, estimator, estimate) -> None:
+    """As the coordinator samples (``~/hands_off``): every estimate offered with the UKFs'
+    counters (the degraded ones counted, not taken)."""
+    if estimate.stamp > 1.0:
+        counters = estimator.robot_counters()
         for run in runs.values():
-            run.add(estimate, motion)
+            run.add(estimate, estimator.motion, counters)
 
 
 def identification_seeds(seeds: int, cases: list[str]) -> None:
@@ -203,6 +205,7 @@ def identification_seeds(seeds: int, cases: list[str]) -> None:
     from inertia_estimation_ros.ros.graph import data_file
 
     config = yaml.safe_load(data_file("paper002_aerial.yaml", "config/scenarios").read_text())
+    refusals = dict.fromkeys(cases, 0)
     for case in cases:
         print(f"\nIn-flight identification, {case}: {DAMAGE_CASES[case]}")
         print("| seed | weights | samples | mass [kg] | CoM [mm] | CoM sigma [mm] | "
@@ -215,7 +218,17 @@ def identification_seeds(seeds: int, cases: list[str]) -> None:
             estimator = AerialTeamEstimator(team_model(scenario, 0.8))
             runs = {name: OnlinePayloadIdentification(estimator.model) for name in z}
             runs["stated"].identification.min_samples = sys.maxsize  # the stated weights only
-            feed(estimator, r, damage, partial(_add_while_hands_off, runs, estimator.motion))
+            feed(estimator, r, damage, partial(_add_while_hands_off, runs, estimator))
+            run = runs["residuals"]
+            refused = run.damage_refusal() is not None
+            gated, updates = run.updates[1], run.updates.sum()
+            print(
+                f"| {seed} | degraded {run.degraded}/{run.offered} "
+                f"({run.degraded / max(run.offered, 1):.0%}), UKF updates gated {gated}/{updates}"
+                f" ({gated / max(updates, 1):.0%}) | {'REFUSED' if refused else 'identified'} "
+                "| | | | |"
+            )
+            refusals[case] += refused
             for name, run in runs.items():
                 result = run.identification.solve_with_prior(run.nominal, run.information)
                 props = payload_properties(result.params.vec, result.covariance)
@@ -234,6 +247,7 @@ def identification_seeds(seeds: int, cases: list[str]) -> None:
                 f"{scores.mean(axis=0).round(2)}, RMS {rms.round(2)}, largest |.| "
                 f"{np.abs(scores).max(axis=0).round(2)}"
             )
+        print(f"{case}: refused (damage_refusal) on {refusals[case]} of {seeds} seeds")
 
 
 def table_two(quick: bool, walks: list[float]) -> None:

@@ -37,13 +37,21 @@ def _coordinator(ros_context, **overrides: object) -> AerialCoordinatorNode:
 
 
 def _fly(
-    ros_context, tmp_path, coordinator, topics, duration: float, human: dict, speed: float = 1.0
+    ros_context,
+    tmp_path,
+    coordinator,
+    topics,
+    duration: float,
+    human: dict,
+    speed: float = 1.0,
+    sensors: dict | None = None,
 ) -> dict:
-    """Fly paper 002's team in sim_node (at ``speed`` times real time) beside the coordinator
-    (a node or a list of nodes); the messages of ``topics`` (name -> type) the listener
-    received."""
+    """Fly paper 002's team in sim_node (at ``speed`` times real time, its ``sensors`` noise
+    overridden) beside the coordinator (a node or a list of nodes); the messages of
+    ``topics`` (name -> type) the listener received."""
     scenario = tmp_path / "aerial.yaml"
     document = {"type": "aerial_cable_team", "name": "node", "duration": duration, "human": human}
+    document |= {"sensors": sensors} if sensors else {}
     scenario.write_text(yaml.safe_dump(document))
     sim = SimNode(
         context=ros_context,
@@ -147,6 +155,22 @@ def test_in_flight_identification_publishes_the_payload_and_repairs_a_wrong_desc
     at_end = [m.wrench.force.z for m in settled]
     print("F_z at the end", np.round(at_end, 3))
     assert settled and abs(np.mean(at_end)) < 0.2  # -0.55 N before; ~0.03 at load ~8
+
+
+def test_in_flight_identification_refuses_tensions_from_noisy_rotor_speeds(ros_context, tmp_path):
+    """ESC speed noise tripled (4.5 %): the UKFs gate about half their mocap updates and most
+    estimates are degraded, so that the PayloadEstimate has nothing valid and its advice names
+    the shares and the rotor-speed noise; the human-wrench estimator keeps the description."""
+    coordinator = _coordinator(ros_context, hands_off=True, identification_period=0.5)
+    topics = {"/payload_estimate": PayloadEstimate}
+    received = _fly(ros_context, tmp_path, coordinator, topics, 2.0, {}, 0.25, {"rpm_noise": 0.045})
+    payload = received["/payload_estimate"]
+    assert payload, "no PayloadEstimate"
+    last = payload[-1]
+    print(last.advice)
+    assert not (last.mass_valid or last.com_valid or last.inertia_valid)
+    assert any("degraded" in a and "rotor-speed noise" in a for a in last.advice), last.advice
+    assert coordinator.estimator.human.mass == coordinator.identification.nominal.mass
 
 
 def test_in_flight_identification_of_exact_onboard_tensions(ros_context, tmp_path):

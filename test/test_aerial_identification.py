@@ -132,13 +132,15 @@ def _online(mass_scale: float, smoothing_lag: float = 0.0):
     return OnlinePayloadIdentification(model, smoothing_lag=smoothing_lag)
 
 
-def _feed(online, samples) -> None:
+def _feed(online, samples, degraded=lambda t: False, gated_share: float | None = None) -> None:
+    """Offers the samples at 100 Hz, those with ``degraded(t)`` flagged degraded; with a
+    ``gated_share`` each with the counters of 3 UKFs that gate that share of their updates."""
     from types import SimpleNamespace
 
     for t, (R, tension, xi, covariances, v, accel, Omega, Omega_dot) in enumerate(samples):
         estimate = SimpleNamespace(
-            valid=True, stamp=0.01 * t, payload_R=R, tension=tension, xi=xi,
-            cable_covariance=covariances,
+            valid=True, degraded=degraded(t), stamp=0.01 * t, payload_R=R, tension=tension,
+            xi=xi, cable_covariance=covariances,
         )  # fmt: skip
         linear = np.array([[np.zeros(3), v, accel]])  # (x, x_dot, x_ddot) per axis
         angular = np.array([[Omega, Omega_dot]])
@@ -147,7 +149,16 @@ def _feed(online, samples) -> None:
         motion = SimpleNamespace(
             ready=True, time=0.01 * t, lag=(0.0, 0.0), states=lambda since, smooth, s=states: s
         )
-        assert online.add(estimate, motion)
+        gated = None if gated_share is None else int(gated_share * t)
+        counters = (
+            None
+            if gated is None
+            else {  # t updates per UKF so far
+                rid: {"mocap.accepted": t - gated, "mocap.gated": gated, "tension.clamped": 1}
+                for rid in ("robot_1", "robot_2", "robot_3")
+            }
+        )
+        assert online.add(estimate, motion, counters) != estimate.degraded
 
 
 def test_online_identification_of_a_hover_gives_the_mass_and_keeps_the_described_inertia():
@@ -177,6 +188,45 @@ def test_online_identification_of_a_rotating_flight_identifies_everything_within
     print("z", z.round(2))
     assert np.all(np.abs(z) < 4.0)
     np.testing.assert_allclose(use.vec, estimate.theta, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("degraded_share", "gated_share", "advice"),
+    [(0.7, 0.05, "degraded (70% of 400 estimates"), (0.0, 0.5, "gated 50% of 1197"),
+     (1.0, 0.5, "degraded (100% of 400")],
+)  # fmt: skip
+def test_online_identification_refuses_when_most_tension_estimates_are_degraded(
+    degraded_share, gated_share, advice
+):
+    """A rotating flight (identified within sigma when clean) whose estimates were mostly
+    degraded, or whose UKFs gated half their mocap updates (tripled ESC noise on MuJoCo: the
+    tensions left biased, the CoM 87 mm low): mass, CoM and inertia refused, the advice
+    names the shares and what to check, the human-wrench estimator keeps the description."""
+    online = _online(0.8)
+    samples = _samples(np.random.default_rng(8), 400, rotate=True)
+    _feed(online, samples, lambda t: t % 10 < 10 * degraded_share, gated_share)
+    estimate, use = online.solve()
+    print(estimate.advice)
+    assert not (estimate.mass_valid or estimate.com_valid or estimate.inertia_valid)
+    assert estimate.mass == 0.0 and estimate.stage.name == "KINEMATICS"
+    assert any(advice in a and "rotor-speed noise" in a for a in estimate.advice)
+    np.testing.assert_allclose(use.vec, online.nominal.vec, atol=1e-15)
+
+
+def test_online_identification_counts_degraded_estimates_and_keeps_them_out():
+    """10 % of the estimates degraded, 5 % of the UKFs' updates gated (under both limits):
+    the same identification as of the undegraded samples alone, offered without counters."""
+    kept = [s for t, s in enumerate(_samples(np.random.default_rng(8), 400, True)) if t % 10]
+    clean = _online(0.8)
+    _feed(clean, kept)
+    counted = _online(0.8)
+    _feed(counted, _samples(np.random.default_rng(8), 400, True), lambda t: t % 10 == 0, 0.05)
+    assert (counted.offered, counted.degraded, counted.samples) == (400, 40, 360)
+    assert counted.damage_refusal() is None and counted.updates.tolist() == [1140, 57]
+    (estimate, _), (reference, _) = counted.solve(), clean.solve()
+    assert estimate.mass_valid and estimate.com_valid and estimate.inertia_valid
+    np.testing.assert_allclose(estimate.theta, reference.theta, rtol=1e-12, atol=1e-15)
+    assert estimate.advice == reference.advice == ()
 
 
 FLIGHT_STEP, FLIGHT_SAMPLES = 0.01, 400  # 4 s at 100 Hz
@@ -317,7 +367,7 @@ def _paired_errors(online, rate: float, noise_seed: int | None = None):
             )  # fmt: skip
         if t > 4.0:  # the filter at its steady state
             estimate = SimpleNamespace(
-                valid=True, stamp=t, payload_R=np.eye(3), tension=np.full(3, t),
+                valid=True, degraded=False, stamp=t, payload_R=np.eye(3), tension=np.full(3, t),
                 xi=np.tile(-E3, (3, 1)), cable_covariance=CABLE_COVARIANCES,
             )  # fmt: skip
             assert online.add(estimate, motion)
@@ -381,7 +431,7 @@ def test_samples_still_waiting_when_the_estimates_stop_are_formed_at_the_next_so
         motion.update_twist(t, v, Omega)
         if 1.0 < t < 2.0:
             estimate = SimpleNamespace(
-                valid=True, stamp=t, payload_R=np.eye(3), tension=np.ones(3),
+                valid=True, degraded=False, stamp=t, payload_R=np.eye(3), tension=np.ones(3),
                 xi=np.tile(-E3, (3, 1)), cable_covariance=CABLE_COVARIANCES,
             )  # fmt: skip
             assert online.add(estimate, motion)

@@ -16,7 +16,10 @@ wrench reports no contact) every published
 estimate is a sample; every ``identification_period`` the node identifies the payload's
 mass, CoM and inertia, publishes them as a ``PayloadEstimate`` (frame ``payload_frame``, the
 frame of the payload's mocap pose) and gives the human-wrench estimator the identified values
-that are valid (the description's elsewhere). With ``identification: off`` it publishes the
+that are valid (the description's elsewhere); none are valid, and the advice says why, where
+more than ``identification_max_degraded_share`` of the estimates were degraded or the UKFs
+gated more than ``identification_max_gated_share`` of their mocap updates meanwhile (their
+tensions biased, docs/aerial-teams.md). With ``identification: off`` it publishes the
 description's payload instead, declared valid with a weak prior's covariance (the model a
 planner's admittance then uses).
 """
@@ -242,6 +245,22 @@ INTERFACE = NodeInterface(
             bounds=(0.05, 600.0),
         ),
         Param(
+            "identification_max_degraded_share",
+            "double",
+            0.5,
+            "refuse the identification beyond this share of degraded estimates without "
+            "contact (MuJoCo: 0-16 % clean, a mocap gap or a gust; 54-91 % with ESC noise x3)",
+            bounds=(0.0, 1.0),
+        ),
+        Param(
+            "identification_max_gated_share",
+            "double",
+            0.2,
+            "refuse the identification beyond this share of UKF mocap updates gated while "
+            "sampling (MuJoCo: 0-7 % clean, a mocap gap or a gust; 50-65 % with ESC noise x3)",
+            bounds=(0.0, 1.0),
+        ),
+        Param(
             "world_frame", "string", "world", "frame of mocap and cable directions", nonempty=True
         ),
         Param(
@@ -306,9 +325,13 @@ class AerialCoordinatorNode(Node):
         self._payload = self.create_publisher(PayloadEstimate, "payload_estimate", LATCHED_QOS)
         self._subscribe(p)
         self._latest = -np.inf  # newest stamp received
-        self.identification = OnlinePayloadIdentification(self.estimator.model)
+        self.identification = OnlinePayloadIdentification(
+            self.estimator.model,
+            max_degraded_share=p.identification_max_degraded_share,
+            max_gated_share=p.identification_max_gated_share,
+        )
         self.hands_off = bool(p.hands_off)
-        self._solved_samples = 0
+        self._solved: tuple = (0, None)  # (samples, refusal) of the last solve
         self.create_service(SetBool, "~/hands_off", self._set_hands_off)
         self.create_timer(p.publish_period, self._publish)
         if p.identification != "off":
@@ -414,18 +437,21 @@ class AerialCoordinatorNode(Node):
 
     def _sample(self, estimate) -> None:  # noqa: ANN001
         """An identification sample, if nobody touches the payload (by the estimate or the
-        operator's word) and every source is fresh."""
+        operator's word) and every source is fresh; a degraded estimate is only counted
+        (with the UKFs' counters: the identification refuses if most were degraded)."""
         mode = self.params.identification
         hands_off = self.hands_off or (mode == "no_contact" and not estimate.contact)
-        if mode != "off" and hands_off and not estimate.degraded:
-            self.identification.add(estimate, self.estimator.motion)
+        if mode != "off" and hands_off:
+            counters = self.estimator.robot_counters()
+            self.identification.add(estimate, self.estimator.motion, counters)
 
     def _identify(self) -> None:
         """Solve with the samples so far, publish the PayloadEstimate, feed the wrench."""
         samples = self.identification.samples
-        if samples == self._solved_samples:
+        solved = (samples, self.identification.damage_refusal())
+        if solved in (self._solved, (0, None)):  # nothing new, or nothing to solve yet
             return
-        self._solved_samples = samples
+        self._solved = solved
         try:
             team_estimate, params = self.identification.solve()
         except (ValueError, ConsistencyError, np.linalg.LinAlgError) as error:

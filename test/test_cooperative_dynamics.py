@@ -291,3 +291,37 @@ def test_inertia_excited_about_one_axis_is_refused_with_advice():
             "excited: swing the payload back and forth about it"
         ) in advice
     assert np.all(estimate.principal_moments == 0) and np.all(estimate.theta_covariance[4:] == 0)
+
+
+@pytest.mark.parametrize(
+    ("team", "corrected"),
+    [(an.paper_team(), False), (with_moments(), True)],
+    ids=["gimbals", "F/T, errors in variables"],
+)
+def test_theta_grasp_jacobian_is_the_derivative_of_the_fit(team, corrected):
+    """``fit_parameters`` propagates the grasp covariance with d theta / d grasps: the
+    analytic Jacobian against central differences of the solve at fixed noise levels, on
+    noisy data (the derivative moves theta through both the wrench maps and the weights)."""
+    from inertia_estimation_ros.core.cooperative import grasp_kinematics as gk
+
+    noisy = paper_run(
+        an.paper_inertia_motion(np.random.default_rng(3)), 6.0, team, an.instrumented_noise()
+    )
+    groups = {
+        "static": wrench_group(static_series(team), team, static=True),
+        "dynamic": wrench_group(noisy.measured, team),
+    }
+    if corrected:
+        groups["dynamic"].dV_covariance = 1e-4 * np.eye(6)
+    noise = {"static": (0.3, 0.02), "dynamic": (0.5, 0.05)}
+    rng = np.random.default_rng(4)
+    T = gk.perturbed(team.T_s_i, team.reference_id, 1e-3 * rng.normal(size=12))
+
+    def theta_of(x):
+        return dy.solve_theta(groups, gk.perturbed(T, team.reference_id, x), noise)[0]
+
+    h = 1e-6
+    numeric = np.stack([(theta_of(h * e) - theta_of(-h * e)) / (2 * h) for e in np.eye(12)], axis=1)
+    theta, _, information, _ = dy.solve_theta(groups, T, noise)
+    analytic = dy.theta_grasp_jacobian(groups, T, team.reference_id, noise, theta, information)
+    np.testing.assert_allclose(analytic, numeric, atol=1e-6 * np.abs(numeric).max())

@@ -271,3 +271,27 @@ def test_gravity_prior_jacobian_is_its_derivative():
         plus, minus = (gk.perturbed(homes, ref, sign * x) for sign in (1.0, -1.0))
         numeric[:, k] = (residual([truth, plus]) - residual([truth, minus])) / (2 * h)
     np.testing.assert_allclose(jacobian(frames), numeric, atol=1e-7 * np.abs(numeric).max())
+
+
+@pytest.mark.parametrize(("n", "reference"), [(2, 0), (3, 1), (4, 3)])
+def test_twist_fit_jacobian_is_the_derivative_of_its_residuals(n, reference):
+    """The twist fit's analytic Jacobian (Levenberg-Marquardt and J^T J of the covariance)
+    against central differences of the whitened residuals, away from the fit."""
+    sim, truth, ref = team_data(n, seed=11 + n, noise=an.instrumented_noise(), reference=reference)
+    moments = gk.twist_moments({r: s.V_i for r, s in sim.measured.items()})
+    ids = moments.robot_ids
+    rng = np.random.default_rng(n)
+    start = gk.perturbed(truth, ref, 0.05 * rng.normal(size=6 * (n - 1)))
+    precision = gk.noise_precision({r: (0.01 * (k + 1), 0.02) for k, r in enumerate(ids)}, ids)
+    L = gk._factor(moments.S)
+
+    def residual(x):
+        A = gk.stacked_adjoint(gk.perturbed(start, ref, x), ids)
+        return (gk.residual_map(A, precision) @ L).ravel()
+
+    h, size = 1e-6, 6 * (n - 1)
+    numeric = np.stack(
+        [(residual(h * e) - residual(-h * e)) / (2 * h) for e in np.eye(size)], axis=1
+    )
+    analytic = gk.twist_residual_jacobian(start, ids, ref, precision, L)
+    np.testing.assert_allclose(analytic, numeric, atol=1e-7 * np.abs(numeric).max())

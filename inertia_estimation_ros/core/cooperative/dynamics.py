@@ -27,13 +27,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import approx_fprime
 
 from .. import spatial as sp
 from ..inertial import InertialParameters, inertia_matrix
 from ..regressor import body_regressor
 from .diagnostics import covariance_from_information
-from .grasp_kinematics import consensus_map, noise_precision, perturbed, stacked_adjoint
+from .grasp_kinematics import consensus_map, noise_precision, stacked_adjoint
 
 ROWS = {"moment": slice(0, 3), "force": slice(3, 6)}
 
@@ -213,7 +212,18 @@ def stacked_normal_equations(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``WrenchMoments.normal_equations`` of many moments of one team at once, given the
     team's wrench maps M (``wrench_maps``) and the weight W: (info (K, 10, 10), eta (K, 10))."""
+    info, _ = _corrected_information(moments, W)
+    eta = np.einsum("bc,kiabd,icd->ka", W, np.stack([m.K for m in moments]), M)
+    return info, eta
+
+
+def _corrected_information(
+    moments: Sequence[WrenchMoments], W: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(info (K, 10, 10), corrected (K,) bool): sum_k Y_k^T W Y_k of each moments, less the
+    regressor noise's expected part where that keeps it positive semidefinite (``corrected``)."""
     info = np.einsum("bc,kbcad->kad", W, np.stack([m.YY for m in moments]))
+    done = np.zeros(len(moments), dtype=bool)
     noisy = [k for k, m in enumerate(moments) if m.dV_covariance is not None]
     if noisy:
         power = regressor_noise_power(np.stack([moments[k].dV_covariance for k in noisy]), W)
@@ -222,8 +232,37 @@ def stacked_normal_equations(
         scale = np.abs(info[noisy]).max(axis=(1, 2))
         keep = np.linalg.eigvalsh(corrected)[:, 0] >= -1e-9 * scale
         info[np.array(noisy)[keep]] = corrected[keep]
-    eta = np.einsum("bc,kiabd,icd->ka", W, np.stack([m.K for m in moments]), M)
-    return info, eta
+        done[np.array(noisy)[keep]] = True
+    return info, done
+
+
+def information_derivative(m: WrenchMoments, dW: np.ndarray, corrected: bool) -> np.ndarray:
+    """d(sum_k Y_k^T W Y_k (less the regressor noise's part if ``corrected``)) for weights
+    changing by dW (P, 6, 6): (P, 10, 10). The information is linear in W."""
+    info = np.einsum("pbc,bcad->pad", dW, m.YY)
+    if corrected:  # regressor_noise_power of each dW: dY = sum_j d_j G_j
+        G = body_regressor(np.zeros((6, 6)), np.eye(6))
+        info -= m.samples * np.einsum("jba,jl,pbc,lcd->pad", G, m.dV_covariance, dW, G)
+    return info
+
+
+def wrench_map_derivatives(
+    T_s_i: Mapping[str, np.ndarray], M: np.ndarray, robot_ids: Sequence[str], reference_id: str
+) -> np.ndarray:
+    """dM (P, N, 6, 6): the wrench maps M_i = Ad(T_i_s)^T (``wrench_maps``) along each of the
+    P = 6(N-1) grasp perturbations x of ``grasp_kinematics.perturbed``. A perturbation
+    (dphi, dp) of T_s_i is the left twist xi = (dphi, dp + p x dphi), so
+    Ad(T_i_s) -> Ad(T_i_s) (1 - ad(xi)) and dM_i = -ad(xi)^T M_i. M is in the order of
+    ``robot_ids``, the perturbations in that of ``T_s_i`` (as ``perturbed``)."""
+    ids = tuple(robot_ids)
+    movers = [r for r in T_s_i if r != reference_id]
+    dM = np.zeros((6 * len(movers), len(ids), 6, 6))
+    for k, rid in enumerate(movers):
+        i, p = ids.index(rid), T_s_i[rid][:3, 3]
+        for c, e in enumerate(np.eye(6)):
+            xi = np.r_[e[:3], e[3:] + np.cross(p, e[:3])]
+            dM[6 * k + c, i] = -sp.ad(xi).T @ M[i]
+    return dM
 
 
 def _pooled_covariance(a: WrenchMoments, b: WrenchMoments) -> np.ndarray | None:
@@ -272,10 +311,48 @@ class ParameterFit:
 def _scaled_solve(information: np.ndarray, eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(theta, covariance): the Jacobi-scaled minimum-norm solution, so unexcited
     directions get zero rather than noise, and a covariance that calls them unknown."""
+    return _scaled_inverse(information) @ eta, covariance_from_information(information)
+
+
+def _scaled_inverse(information: np.ndarray) -> np.ndarray:
+    """D (D H D)^+ D, D = diag(H)^-1/2 (zero where H's diagonal is): ``_scaled_solve``'s map."""
     d = np.sqrt(np.clip(np.diag(information), 0.0, None))
     d = np.where(d > 0, 1.0 / np.where(d > 0, d, 1.0), 0.0)
     scaled = np.linalg.pinv(d[:, None] * information * d, rcond=1e-10, hermitian=True)
-    return (d[:, None] * scaled * d) @ eta, covariance_from_information(information)
+    return d[:, None] * scaled * d
+
+
+def theta_grasp_jacobian(
+    groups: Mapping[str, WrenchMoments],
+    T_s_i: Mapping[str, np.ndarray],
+    reference_id: str,
+    noise: Mapping[str, tuple[float, float]],
+    theta: np.ndarray,
+    information: np.ndarray,
+) -> np.ndarray:
+    """d theta / d x (10 x 6(N-1)) of ``fit_parameters``' solve at fixed noise levels, x the
+    grasp perturbations of ``grasp_kinematics.perturbed``: theta = H^+ eta, so
+    d theta = H^+ (d eta - dH theta), with H = sum_g sum_k Y_k^T W_g Y_k (less the regressor
+    noise's part), eta = sum_g sum_k Y_k^T W_g sum_i M_i F_i,k, and both W_g = C_g^-1 (the
+    net wrench's noise, ``noise_structure``) and M_i moving with the grasps
+    (``wrench_map_derivatives``): dW = -W dC W."""
+    dH, deta = 0.0, 0.0
+    for name, m in groups.items():
+        M = m.wrench_maps(T_s_i)
+        dM = wrench_map_derivatives(T_s_i, M, m.robot_ids, reference_id)
+        sigma_f, sigma_m = noise[name]
+        torque = np.array(m.has_torque, dtype=float)
+        dA = sigma_f**2 * np.einsum("piab,icb->pac", dM[..., 3:], M[..., 3:])
+        dA += sigma_m**2 * np.einsum("i,piab,icb->pac", torque, dM[..., :3], M[..., :3])
+        dC = dA + np.swapaxes(dA, 1, 2)
+        W = noise_weight(m.noise_structure(T_s_i), noise[name])
+        dC += 1e-12 * np.trace(dC, axis1=1, axis2=2)[:, None, None] * np.eye(6)
+        dW = -W @ dC @ W
+        corrected = _corrected_information([m], W)[1][0]
+        dH = dH + information_derivative(m, dW, corrected)
+        deta = deta + np.einsum("pbc,iabd,icd->pa", dW, m.K, M)
+        deta = deta + np.einsum("bc,iabd,picd->pa", W, m.K, dM)
+    return _scaled_inverse(information) @ (deta - dH @ theta).T
 
 
 def wrench_noise(R: np.ndarray, A_f: np.ndarray, A_m: np.ndarray, floor: float) -> tuple:
@@ -284,6 +361,34 @@ def wrench_noise(R: np.ndarray, A_f: np.ndarray, A_m: np.ndarray, floor: float) 
     B = np.stack([b.ravel() for b in basis], axis=1)
     var = np.clip(np.linalg.lstsq(B, R.ravel(), rcond=None)[0], floor**2, None)
     return float(np.sqrt(var[0])), float(np.sqrt(var[1])) if len(var) > 1 else 0.0
+
+
+def noise_weight(
+    structure: tuple[np.ndarray, np.ndarray], level: tuple[float, float]
+) -> np.ndarray:
+    """W = C^-1 of the net wrench's noise C = sigma_f^2 A_f + sigma_m^2 A_m (a tiny ridge
+    keeps it finite), ``structure`` = (A_f, A_m) (``WrenchMoments.noise_structure``)."""
+    A_f, A_m = structure
+    C = level[0] ** 2 * A_f + level[1] ** 2 * A_m
+    return np.linalg.inv(C + 1e-12 * np.trace(C) * np.eye(6))
+
+
+def solve_theta(
+    groups: Mapping[str, WrenchMoments],
+    T_s_i: Mapping[str, np.ndarray],
+    noise: Mapping[str, tuple[float, float]],
+    structure: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """(theta, its data covariance, the information H, each group's information) of the
+    generalized least squares over the groups at fixed noise levels (``fit_parameters``)."""
+    structure = structure or {g: m.noise_structure(T_s_i) for g, m in groups.items()}
+    parts = {
+        g: m.normal_equations(T_s_i, noise_weight(structure[g], noise[g]))
+        for g, m in groups.items()
+    }
+    info = sum(i for i, _ in parts.values())
+    theta, pinv = _scaled_solve(info, sum(e for _, e in parts.values()))
+    return theta, pinv, info, {g: i for g, (i, _) in parts.items()}
 
 
 def fit_parameters(
@@ -304,32 +409,16 @@ def fit_parameters(
     """
     structure = {g: m.noise_structure(T_s_i) for g, m in groups.items()}
     noise = {g: (1.0, 1.0) for g in groups}
-
-    def weight(g: str, level: tuple[float, float]) -> np.ndarray:
-        A_f, A_m = structure[g]
-        C = level[0] ** 2 * A_f + level[1] ** 2 * A_m
-        return np.linalg.inv(C + 1e-12 * np.trace(C) * np.eye(6))
-
-    def solve(T: Mapping[str, np.ndarray], noise: dict) -> tuple:
-        parts = {g: m.normal_equations(T, weight(g, noise[g])) for g, m in groups.items()}
-        info = sum(i for i, _ in parts.values())
-        theta, pinv = _scaled_solve(info, sum(e for _, e in parts.values()))
-        return theta, pinv, info, {g: i for g, (i, _) in parts.items()}
-
     for _ in range(noise_iterations):
-        theta = solve(T_s_i, noise)[0]
+        theta = solve_theta(groups, T_s_i, noise, structure)[0]
         for g, moments in groups.items():
             R = moments.residual_moment(T_s_i, theta) / max(moments.samples, 1)
             floor = 1e-9 * np.sqrt(np.trace(moments.FF) / max(moments.samples, 1) + 1e-300)
             noise[g] = wrench_noise(R, *structure[g], floor)
-    theta, pinv, info, group_information = solve(T_s_i, noise)
+    theta, pinv, info, group_information = solve_theta(groups, T_s_i, noise, structure)
     covariance = variance_inflation * pinv
     if grasp_covariance is not None and grasp_covariance.size:
-
-        def theta_of(x: np.ndarray) -> np.ndarray:
-            return solve(perturbed(T_s_i, reference_id, x), noise)[0]
-
-        J = approx_fprime(np.zeros(len(grasp_covariance)), theta_of, 1e-7)
+        J = theta_grasp_jacobian(groups, T_s_i, reference_id, noise, theta, info)
         covariance = covariance + J @ grasp_covariance @ J.T
     total = sum(m.residual_moment(T_s_i, theta) for m in groups.values())
     count = max(sum(m.samples for m in groups.values()), 1)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
-from scipy.optimize import approx_fprime, minimize
+from scipy.optimize import minimize
 from scipy.spatial.transform import Rotation
 
 from .. import spatial as sp
@@ -519,40 +519,72 @@ class GraspKinematics:
 Frames = list[dict[str, np.ndarray]]
 
 
-def _fit_frames(
+def _fit_twist_frames(
     moments: StackedMoments,
     reference_id: str,
-    frames: Frames,
-    build: Callable[[Frames, object], np.ndarray],
-    noise: object,
-    update_noise: Callable[[Frames, object], object],
+    T: dict[str, np.ndarray],
+    noise: dict[str, tuple[float, float]],
     noise_iterations: int,
-) -> tuple[Frames, object, np.ndarray]:
-    """Least squares over perturbations of every non-reference frame of each set in ``frames``.
-
-    build(frames, noise) -> P, the whitened residual map: the cost is sum_k ||P x_k||^2 =
-    ||P L||_F^2 with L L^T = S. Noise levels are re-estimated ``noise_iterations`` times.
-    Returns the fitted frames, the noise levels, and J^T J at the fit.
-    """
+) -> tuple[dict[str, np.ndarray], dict[str, tuple[float, float]], np.ndarray]:
+    """Least squares over perturbations of every non-reference T_s_i: the cost is
+    sum_k ||P z_k||^2 = ||P L||_F^2 with L L^T = S, P the whitened residual map
+    (``residual_map``), its Jacobian analytic (``twist_residual_jacobian``). Noise levels
+    are re-estimated ``noise_iterations`` times. Returns the fitted frames, the noise
+    levels, and J^T J at the fit."""
+    ids = moments.robot_ids
     L = _factor(moments.S)
-    n_each = 6 * (len(moments.robot_ids) - 1)
 
-    def apply(base: Frames, x: np.ndarray) -> Frames:
-        return [
-            perturbed(f, reference_id, x[k * n_each : (k + 1) * n_each]) for k, f in enumerate(base)
-        ]
+    def residual(x: np.ndarray, base: dict, level: dict) -> np.ndarray:
+        A = stacked_adjoint(perturbed(base, reference_id, x), ids)
+        return (residual_map(A, noise_precision(level, ids)) @ L).ravel()
 
-    def residual(x: np.ndarray, base: Frames, level: object) -> np.ndarray:
-        return (build(apply(base, x), level) @ L).ravel()
+    def jacobian(x: np.ndarray, base: dict, level: dict) -> np.ndarray:
+        current = perturbed(base, reference_id, x)
+        return twist_residual_jacobian(current, ids, reference_id, noise_precision(level, ids), L)
 
-    x0 = np.zeros(n_each * len(frames))
+    x0 = np.zeros(6 * (len(ids) - 1))
     for iteration in range(noise_iterations + 1):
-        fun = partial(residual, base=frames, level=noise)
-        frames = apply(frames, _levenberg_marquardt(fun, partial(approx_fprime, f=fun), x0))
+        fun = partial(residual, base=T, level=noise)
+        step = _levenberg_marquardt(fun, partial(jacobian, base=T, level=noise), x0)
+        T = perturbed(T, reference_id, step)
         if iteration < noise_iterations:
-            noise = update_noise(frames, noise)
-    J = approx_fprime(x0, residual, 1e-7, frames, noise)
-    return frames, noise, J.T @ J
+            P = residual_map(stacked_adjoint(T, ids), noise_precision(noise, ids))
+            noise = _twist_noise(P, moments, noise)
+    J = jacobian(x0, T, noise)
+    return T, noise, J.T @ J
+
+
+def twist_residual_jacobian(
+    T_s_i: Mapping[str, np.ndarray],
+    robot_ids: Sequence[str],
+    reference_id: str,
+    precision: np.ndarray,
+    L: np.ndarray,
+) -> np.ndarray:
+    """d vec(P L) / dx (rows of P L, row-major; 6(N-1) columns), P = W^1/2 (1 - Pi) the
+    whitened twist residual map (``residual_map``), Pi = A C the weighted projection onto
+    the rigid motions (``consensus_map``), x the perturbations of ``perturbed``.
+
+    A perturbation (dphi, dp) of T_s_i is the left twist xi = (dphi, dp + p x dphi), so
+    robot i's block of A = Ad(T_i_s) moves by dA_i = -A_i ad(xi); with G = A^T W A,
+    dPi = (1 - Pi) dA C + A G^-1 dA^T W (1 - Pi)."""
+    ids = tuple(robot_ids)
+    A = stacked_adjoint(T_s_i, ids)
+    AtW = A.T * precision
+    G_inverse = np.linalg.inv(AtW @ A)
+    C = G_inverse @ AtW
+    Q = np.eye(len(A)) - A @ C
+    WQ = precision[:, None] * Q
+    columns = []
+    for rid in others(list(T_s_i), reference_id):
+        i, p = 6 * ids.index(rid), T_s_i[rid][:3, 3]
+        for e in np.eye(6):
+            dA_i = -A[i : i + 6] @ sp.ad(np.r_[e[:3], e[3:] + np.cross(p, e[:3])])
+            dA = np.zeros_like(A)
+            dA[i : i + 6] = dA_i
+            dPi = Q @ dA @ C + A @ G_inverse @ dA.T @ WQ
+            columns.append((-np.sqrt(precision)[:, None] * dPi @ L).ravel())
+    return np.stack(columns, axis=1)
 
 
 def refine_grasps(
@@ -570,20 +602,11 @@ def refine_grasps(
     ids = moments.robot_ids
     _check_reference(ids, reference_id)
     T = dict(initial) if initial is not None else pairwise_grasps(moments, reference_id)
-
-    def build(frames: Frames, level: dict) -> np.ndarray:
-        return residual_map(stacked_adjoint(frames[0], ids), noise_precision(level, ids))
-
-    def update(frames: Frames, level: dict) -> dict:
-        return _twist_noise(build(frames, level), moments, level)
-
-    (T,), noise, information = _fit_frames(
+    T, noise, information = _fit_twist_frames(
         moments,
         reference_id,
-        [T],
-        build,
+        T,
         dict(noise) if noise is not None else {r: (1.0, 1.0) for r in ids},
-        update,
         noise_iterations,
     )
     covariance = covariance_from_information(information)

@@ -2,9 +2,10 @@
 
 ``estimate_bag`` feeds every robot's recorded ``/<robot>/grasp_state`` (and batched
 ``/<robot>/grasp_state_array``) in log-time order
-through ``core.team_pipeline.TeamPipeline`` (the code the coordinator node runs live), solves
-every ``period`` seconds of bag time (the history that the report plots), and ends with a
-solve from scratch, as the coordinator's ``~/estimate_now`` does.
+through ``core.team_pipeline.TeamPipeline`` (the code the coordinator node runs live) and ends
+with a solve from scratch, as the coordinator's ``~/estimate_now`` does. With a report it
+also solves every ``period`` seconds of bag time (the history that the report plots); without
+one nothing shows a history, so only the final solve runs.
 """
 
 from __future__ import annotations
@@ -115,16 +116,17 @@ def coordinator_parameters(config: str | Path) -> dict[str, object]:
 def estimate_bag(
     path: Path,
     parameters: dict[str, object] | None = None,
-    period: float = 5.0,
+    period: float | None = None,
     progress: Any = None,
     solve_at: list[float] | None = None,
 ) -> BagRun:
     """Run the coordinator pipeline on a bag. ``parameters`` are coordinator parameters
     (``robots``, ``reference_robot`` and the pipeline's; default: the bag's robots, the
-    truth's reference or the first robot). Solves every ``period`` seconds of bag time, or,
-    with ``solve_at``, once the reference robot's samples reach each of those stamps (e.g.
-    those of the live coordinator's estimates, to follow its schedule). ``progress(seconds)``
-    gets the bag time done."""
+    truth's reference or the first robot). The history: a solve every ``period`` seconds of
+    bag time (None: none), or, with ``solve_at``, once the reference robot's samples reach
+    each of those stamps (e.g. those of the live coordinator's estimates, to follow its
+    schedule); the final solve from scratch does not depend on it (``test_schedule``).
+    ``progress(seconds)`` gets the bag time done."""
     from ..bags import bag_topics
     from ..core.team_pipeline import PipelineSettings, TeamPipeline
     from ..ros.bag_grasps import read_grasp_entries
@@ -154,23 +156,24 @@ def estimate_bag(
         entries = read_grasp_entries(path, wanted)
         times = np.array([e.timestamp for e in entries], dtype=np.int64)
     start, processed = 0, -np.inf
+    cadence = PROCESS_PERIOD if period is None else min(PROCESS_PERIOD, period)
     while start < len(entries):  # windows of UPDATE_PERIOD of log time, as the node's worker
         stop = int(np.searchsorted(times, times[start] + int(UPDATE_PERIOD * 1e9)))
         window, start = entries[start:stop], stop
         t, first = times[stop - 1] * 1e-9, times[0] * 1e-9
-        next_solve = first + period if next_solve is None else next_solve
-        due = solve_at is None and t >= next_solve
+        if next_solve is None:
+            next_solve = first + period if period is not None and solve_at is None else np.inf
         with timed("ingestion"):
             push_window(pipeline, window)
-            if due or solve_at is not None or t - processed >= PROCESS_PERIOD:
-                pipeline.process()  # blocks of up to PROCESS_PERIOD, cut where solves fall
+            if solve_at is not None or t - processed >= cadence:
+                pipeline.process()  # the same blocks whatever the history's period above it
                 processed = t
-        if due:
+                if progress is not None:
+                    progress(t - first)
+        if processed == t and t >= next_solve:
             next_solve = t + period
             with timed("history solves"):
                 history.append(to_payload_estimate(pipeline.estimate(), settings.frame_of))
-            if progress is not None:
-                progress(t - first)
         while schedule and pipeline.last_stamp.get(reference, -np.inf) >= schedule[0]:
             schedule.pop(0)
             with timed("history solves"):
@@ -286,8 +289,9 @@ def add_bag_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--period",
         type=positive_seconds,
-        help="seconds of bag time between solves of the history (default 5; with a report, "
-        "from the bag's length: about 12 points for the convergence plot, at most 5 s apart)",
+        help="seconds of bag time between solves of the history, which the report plots "
+        "(default: from the bag's length, about 12 points, at most 5 s apart; without a "
+        "report none: only the final solve, which does not depend on the history)",
     )
 
 
@@ -344,7 +348,7 @@ def run_on_bag(args: argparse.Namespace) -> BagRun:
     args.bag = bag_folder(args.bag)
     duration = bag_duration(args.bag)
     plotting = bool(getattr(args, "report", None)) or args.command == "report"
-    period = args.period or (history_period(duration) if plotting else 5.0)
+    period = args.period or (history_period(duration) if plotting else None)
     with (
         progress_bar(round(duration, 1), "bag s", "estimate") as bar,
         threadpool_limits(limits=1, user_api="blas"),  # the coordinator's setting

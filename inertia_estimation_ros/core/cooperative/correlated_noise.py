@@ -18,6 +18,7 @@ final one, and the grasp frames of ``test_graph`` were stated with sigma 4-7x to
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 
 import numpy as np
@@ -88,6 +89,17 @@ class BlockSums:
             rest = X[ends[-1] + 1 :] if len(ends) else X
             self.partial[k] += rest.sum(axis=0)
             self.filled[k] += len(rest)
+
+    @classmethod
+    def pooled(cls, accumulators: Iterable[BlockSums]) -> BlockSums:
+        """One accumulator with the completed blocks of several of the same lengths (``absorb``):
+        residuals through one map P need its second moments projected once."""
+        accumulators = list(accumulators)
+        out = copy.copy(accumulators[0])
+        out.S = np.sum([a.S for a in accumulators], axis=0)
+        out.blocks = np.sum([a.blocks for a in accumulators], axis=0)
+        out.partial, out.filled = np.zeros_like(out.partial), np.zeros_like(out.filled)
+        return out
 
     def absorb(self, other: BlockSums) -> None:
         """Pool another accumulator's completed blocks (its partial blocks are dropped)."""

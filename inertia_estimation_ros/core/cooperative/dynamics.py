@@ -242,7 +242,8 @@ def information_derivative(m: WrenchMoments, dW: np.ndarray, corrected: bool) ->
     info = np.einsum("pbc,bcad->pad", dW, m.YY)
     if corrected:  # regressor_noise_power of each dW: dY = sum_j d_j G_j
         G = body_regressor(np.zeros((6, 6)), np.eye(6))
-        info -= m.samples * np.einsum("jba,jl,pbc,lcd->pad", G, m.dV_covariance, dW, G)
+        power = np.einsum("jba,jl,pbc,lcd->pad", G, m.dV_covariance, dW, G, optimize=True)
+        info -= m.samples * power
     return info
 
 
@@ -450,17 +451,18 @@ def segment_overdispersion(
     its group's noise. Each cluster b has the score g_b = eta_b - I_b theta
     (``normal_equations``); ``score_overdispersion`` does the rest.
     """
-    scored = []
-    for clusters, (sigma_f, sigma_m) in segments:
-        if not clusters:
-            scored.append([])
-            continue
-        M = clusters[0].wrench_maps(T_s_i)  # clusters of one team: the same maps and noise
-        A_f, A_m = clusters[0].noise_structure(T_s_i)
-        C = sigma_f**2 * A_f + sigma_m**2 * A_m
-        W = np.linalg.inv(C + 1e-12 * np.trace(C) * np.eye(6))
-        info, eta = stacked_normal_equations(clusters, M, W)
-        scored.append(list(zip(eta - info @ theta, info, strict=True)))
+    scored: list[list] = [[] for _ in segments]
+    first = next((clusters[0] for clusters, _ in segments if clusters), None)
+    if first is not None:  # clusters of one team: the same maps and noise structure
+        M, structure = first.wrench_maps(T_s_i), first.noise_structure(T_s_i)
+    for level in {tuple(level) for clusters, level in segments if clusters}:
+        mine = [k for k, (clusters, lv) in enumerate(segments) if clusters and tuple(lv) == level]
+        stacked = [c for k in mine for c in segments[k][0]]  # all at once: one weight
+        info, eta = stacked_normal_equations(stacked, M, noise_weight(structure, level))
+        scores = list(zip(eta - info @ theta, info, strict=True))
+        ends = np.cumsum([len(segments[k][0]) for k in mine])
+        for k, end in zip(mine, ends, strict=True):
+            scored[k] = scores[end - len(segments[k][0]) : end]
     return score_overdispersion(scored, information, inflation)
 
 

@@ -342,19 +342,22 @@ class SegmentStore:
         """Every group's statistics over the clusters in use (``fitted_clusters``, for
         ``fit_parameters``), with the group's dV_s noise covariance for the
         errors-in-variables correction."""
-        groups: dict[str, WrenchMoments] = {}
+        members: dict[str, list[WrenchMoments]] = {}
         for segment, clusters in zip(self.segments, self.fitted_clusters(used), strict=True):
-            for cluster in clusters:
-                pooled = groups.setdefault(
-                    segment.group, WrenchMoments.empty(self.robot_ids, self.has_torque)
-                )
-                pooled.YY += cluster.YY
-                pooled.K += cluster.K
-                pooled.FF += cluster.FF
-                pooled.samples += cluster.samples
-        for name, pooled in groups.items():
-            pooled.dV_covariance = dV_covariance.get(name)
-        return groups
+            if clusters:
+                members.setdefault(segment.group, []).extend(clusters)
+        return {
+            name: WrenchMoments(
+                self.robot_ids,
+                self.has_torque,
+                np.sum([c.YY for c in clusters], axis=0),
+                np.sum([c.K for c in clusters], axis=0),
+                np.sum([c.FF for c in clusters], axis=0),
+                sum(c.samples for c in clusters),
+                dV_covariance.get(name),
+            )
+            for name, clusters in members.items()
+        }
 
 
 # ----- judging ------------------------------------------------------------------------------
@@ -395,9 +398,13 @@ class _Segments:
             s.correlation.inflation() if s.correlation.count > s.correlation.lags else np.nan
             for s in segments
         ]
+        FF = np.stack([s.moments.FF for s in segments])
+        K = np.stack([s.moments.K for s in segments])  # (J, N, 10, 6, 6)
+        J, n = K.shape[:2]
+        K_s = K.transpose(0, 2, 3, 1, 4).reshape(J * 60, 6 * n) @ M_flat.T  # sum_i K_i M_i^T
         return cls(
-            P=np.stack([M_flat @ s.moments.FF @ M_flat.T for s in segments]),
-            K=np.stack([np.einsum("iabd,icd->abc", s.moments.K, M) for s in segments]),
+            P=M_flat @ FF @ M_flat.T,
+            K=K_s.reshape(J, 10, 6, 6),
             YY=np.stack([s.moments.YY for s in segments]),
             n=np.array([s.samples for s in segments], dtype=float),
             group=np.array([s.group for s in segments]),

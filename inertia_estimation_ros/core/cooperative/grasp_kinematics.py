@@ -37,7 +37,6 @@ from functools import partial
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.spatial.transform import Rotation
 
 from .. import spatial as sp
 from .diagnostics import covariance_from_information
@@ -242,7 +241,7 @@ def _perturb(T: np.ndarray, x: np.ndarray) -> np.ndarray:
     """(exp([dphi]) R, p + dp) for x = (dphi, dp)."""
     if not np.any(x):
         return T
-    return sp.transform(Rotation.from_rotvec(x[:3]).as_matrix() @ T[:3, :3], T[:3, 3] + x[3:])
+    return sp.transform(sp.exp3(x[:3]) @ T[:3, :3], T[:3, 3] + x[3:])
 
 
 # ----- project method: consensus by variable projection ---------------------------------------
@@ -575,16 +574,16 @@ def twist_residual_jacobian(
     C = G_inverse @ AtW
     Q = np.eye(len(A)) - A @ C
     WQ = precision[:, None] * Q
+    AG, root = A @ G_inverse, np.sqrt(precision)[:, None]
     columns = []
     for rid in others(list(T_s_i), reference_id):
         i, p = 6 * ids.index(rid), T_s_i[rid][:3, 3]
-        for e in np.eye(6):
-            dA_i = -A[i : i + 6] @ sp.ad(np.r_[e[:3], e[3:] + np.cross(p, e[:3])])
-            dA = np.zeros_like(A)
-            dA[i : i + 6] = dA_i
-            dPi = Q @ dA @ C + A @ G_inverse @ dA.T @ WQ
-            columns.append((-np.sqrt(precision)[:, None] * dPi @ L).ravel())
-    return np.stack(columns, axis=1)
+        xi = np.eye(6)  # rows: the twists of the six perturbations (dphi, dp + p x dphi)
+        xi[:3, 3:] = np.cross(p, np.eye(3))
+        dA_i = -A[i : i + 6] @ np.stack([sp.ad(x) for x in xi])  # (6, 6, 6): robot i's rows
+        dPi = Q[:, i : i + 6] @ dA_i @ C + AG @ np.swapaxes(dA_i, 1, 2) @ WQ[i : i + 6]
+        columns.append((-root * dPi @ L).reshape(6, -1))
+    return np.concatenate(columns).T
 
 
 def refine_grasps(

@@ -600,12 +600,13 @@ class TeamEstimator:
             name: wrench_residual_map(kin.T_s_i, group, fit.theta, fit.noise[name])
             for name, group in self._groups.items()
         }
-        parts = [
-            (s.blocks, maps[s.group])
-            for s in self._segments.segments
-            if s.used and s.blocks is not None and s.group in maps
-        ]
-        return pooled_block_inflation(parts)
+        pooled: dict[str, list[BlockSums]] = {}  # per group: its segments share one map
+        for s in self._segments.segments:
+            if s.used and s.blocks is not None and s.group in maps:
+                pooled.setdefault(s.group, []).append(s.blocks)
+        return pooled_block_inflation(
+            (BlockSums.pooled(blocks), maps[group]) for group, blocks in pooled.items()
+        )
 
     def _group_information(self, group: str) -> np.ndarray:
         """Information of a phase group ("static", "dynamic"), all its segment groups."""

@@ -90,13 +90,17 @@ def test_fault_matrix(damage, clean):
 def test_the_final_solve_does_not_depend_on_the_solve_schedule(clean):
     """Issue 15 item 3: solved every 0.5 s (the live node's default) instead of every 5 s
     (``clean``), the statistics held regressors built through an early grasp estimate and
-    the mass came out 30.35 +- 0.15 kg, 14 sigma off (truth 32.4)."""
+    the mass came out 30.35 +- 0.15 kg, 14 sigma off (truth 32.4). Not bit for bit: the
+    period moves the sigma in their 6th digit (grasp px sigma 3.2906125e-5 with periods 0.5,
+    1 and 3 s, 3.2906193e-5 with 2 and 5 s: 2.1e-6 apart; the values agree to 1e-11; the
+    same with robust_loss none; suspected: the bag is ingested in chunks that end at each
+    solve), hence rel 1e-4 on the sigma (it failed at 1e-6 on 2026-11-26, load ~17)."""
     result = estimate_bag(simulated_run() / "bag", period=0.5)
     mass = next(r for r in comparison_rows(result.final, result.truth) if r.name == "mass [kg]")
     assert mass.value == pytest.approx(clean["mass [kg]"].value, rel=1e-6)
     for name in ("T_s_robot_2 px [m]", "T_s_robot_3 rotvec z [deg]", "mass [kg]"):  # sigma too
         row = next(r for r in comparison_rows(result.final, result.truth) if r.name == name)
-        assert row.sigma == pytest.approx(clean[name].sigma, rel=1e-6), name
+        assert row.sigma == pytest.approx(clean[name].sigma, rel=1e-4), name
     assert abs(mass.value - mass.truth) < 3 * mass.sigma
 
 

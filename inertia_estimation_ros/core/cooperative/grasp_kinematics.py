@@ -23,6 +23,8 @@ Project method, joint maximum likelihood over all N robots (any N, any reference
     rotation information through the grasp lever arms, and there is no differentiation.
 * Per-robot noise levels are re-estimated from the residuals by moment matching.
 * Robust losses work by reweighting samples (``robust_weights``, ``fit_grasps``).
+* Quantized poses (encoder steps) leave a bias that the residuals take for white noise;
+  ``quantization_covariance`` adds it to the covariance from the declared resolution.
 
 Covariances are 6x6 per grasp, of (dphi, dp): R_s_i = exp([dphi]) R_hat_s_i and
 p_s_i = p_hat_s_i + dp, both in {s}. Note the order: the core is angular first, while

@@ -271,3 +271,7 @@ def test_the_equivalent_box_of_a_uniform_box_is_the_box():
 def test_estimator_settings_pass_through():
     settings = PipelineSettings.from_parameters({"kinematics_source": "twists"})
     assert settings.estimator == EstimatorSettings(kinematics_source="twists")
+    settings = PipelineSettings.from_parameters({"pose_angle_resolution": 3.835e-4})
+    assert settings.estimator.pose_angle_resolution == 3.835e-4
+    with pytest.raises(ValueError, match="pose_position_resolution must be a finite number >= 0"):
+        EstimatorSettings(pose_position_resolution=-1e-4)

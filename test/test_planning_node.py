@@ -21,6 +21,7 @@ from std_srvs.srv import Trigger
 from test_launch import ROOT, check_node_parameters, installed_executables, launch
 from test_readme_nodes import assert_matches, introspect
 from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
+from visualization_msgs.msg import MarkerArray
 
 from inertia_estimation_ros.action import PlanBalancing
 from inertia_estimation_ros.core.planning.planner import TrayPlanner
@@ -75,11 +76,32 @@ def _estimate(com_valid: bool, covariance_scale: float = 1e-6) -> PayloadEstimat
     return msg
 
 
-@pytest.mark.timeout(240)
-def test_refusals_then_a_certified_trajectory(ros_context):
-    node = _planner_node(ros_context)
-    peer = Node("peer", context=ros_context)
-    got = {"trajectory": [], "verification": [], "diagnostics": []}
+def _error_diagnostic(arrays: list[DiagnosticArray], words: str) -> bool:
+    return any(s.level == s.ERROR and words in s.message for d in arrays for s in d.status)
+
+
+def _check_markers(array: MarkerArray, start: list[float], goal: list[float]) -> None:
+    """The RViz markers of a certified plan: the CoM polytope and the contact polygon (closed,
+    the box's four corners) in the tray frame, the planned path from start to goal and the
+    worst case (green: certified) in the world frame."""
+    by_ns = {m.ns: m for m in array.markers}
+    assert set(by_ns) == {"com_polytope", "contact_polygon", "planned_path", "worst_case"}
+    polytope, polygon = by_ns["com_polytope"], by_ns["contact_polygon"]
+    assert polytope.header.frame_id == polygon.header.frame_id == "tray"
+    assert polytope.type == polytope.CUBE and polytope.scale.z > 0
+    corners = [(p.x, p.y, p.z) for p in polygon.points]
+    assert len(corners) == 5 and corners[0] == corners[-1]
+    np.testing.assert_allclose(np.abs(corners), [[0.075, 0.075, 0.0]] * 5, atol=1e-9)
+    path, worst = by_ns["planned_path"], by_ns["worst_case"]
+    assert path.header.frame_id == worst.header.frame_id == "world"
+    ends = [[p.x, p.y, p.z] for p in (path.points[0], path.points[-1])]
+    np.testing.assert_allclose(ends, [start, goal], atol=2e-3)
+    assert worst.color.g > worst.color.r  # green: the worst case does not violate
+
+
+def _listen(peer: Node) -> dict[str, list]:
+    """Subscribe ``peer`` to the planner's trajectory, verdict and /diagnostics."""
+    got: dict[str, list] = {"trajectory": [], "verification": [], "diagnostics": []}
     peer.create_subscription(
         MultiDOFJointTrajectory, "/planner_node/trajectory", got["trajectory"].append, LATCHED_QOS
     )
@@ -87,12 +109,26 @@ def test_refusals_then_a_certified_trajectory(ros_context):
         String, "/planner_node/verification", got["verification"].append, LATCHED_QOS
     )
     peer.create_subscription(DiagnosticArray, "/diagnostics", got["diagnostics"].append, 10)
+    return got
+
+
+@pytest.mark.timeout(240)
+def test_refusals_then_a_certified_trajectory(ros_context):
+    node = _planner_node(ros_context)
+    peer = Node("peer", context=ros_context)
+    got = _listen(peer)
+    markers: list[MarkerArray] = []
+    peer.create_subscription(MarkerArray, "/planner_node/markers", markers.append, LATCHED_QOS)
     estimates = peer.create_publisher(PayloadEstimate, "/payload_estimate", LATCHED_QOS)
     goals = peer.create_publisher(PoseStamped, "/planner_node/goal", RELIABLE_QOS)
     client = peer.create_client(Trigger, "/planner_node/plan")
     executor = SingleThreadedExecutor(context=ros_context)
     executor.add_node(node)
     executor.add_node(peer)
+
+    def diagnosed(words: str) -> bool:
+        """An ERROR diagnostic of the planner's that names ``words`` has arrived."""
+        return spin_until(executor, lambda: _error_diagnostic(got["diagnostics"], words), 10.0)
 
     def call_plan() -> Trigger.Response:
         future = client.call_async(Trigger.Request())
@@ -114,20 +150,18 @@ def test_refusals_then_a_certified_trajectory(ros_context):
         goals.publish(goal(1.0))
         assert spin_until(executor, lambda: len(got["verification"]) >= 1, 60.0)
         assert "valid CoM" in json.loads(got["verification"][-1].data)["refused"]
+        assert diagnosed("valid CoM")
         estimates.publish(_estimate(com_valid=True, covariance_scale=np.nan))
         response = call_plan()
         assert not response.success and "non-finite" in response.message
-        assert any(
-            s.level == s.ERROR and "non-finite" in s.message
-            for d in got["diagnostics"]
-            for s in d.status
-        )
+        assert diagnosed("non-finite")
         goals.publish(goal(30.0))  # outside the workspace
         estimates.publish(_estimate(com_valid=True))
         spin_until(executor, lambda: False, 1.0)
         response = call_plan()
         assert not response.success and "outside the workspace" in response.message
-        assert not got["trajectory"]
+        assert diagnosed("outside the workspace")
+        assert not got["trajectory"] and not markers
         goals.publish(goal(1.0))
         assert spin_until(executor, lambda: len(got["trajectory"]) == 1, 120.0)
         assert spin_until(executor, lambda: "refused" not in got["verification"][-1].data, 5.0)
@@ -138,6 +172,8 @@ def test_refusals_then_a_certified_trajectory(ros_context):
         points = got["trajectory"][0].points
         assert points[-1].transforms[0].translation.x == pytest.approx(1.0, abs=1e-3)
         assert len(points) == 31
+        assert spin_until(executor, lambda: len(markers) == 1, 10.0)
+        _check_markers(markers[0], start=[0.0, 0.0, 1.0], goal=[1.0, 0.0, 1.0])
         # the estimated CoM moves by 2 cm (> replan_com_change): a new plan from the goal
         moved = _estimate(com_valid=True)
         moved.parameters[1] = 0.03
@@ -145,6 +181,39 @@ def test_refusals_then_a_certified_trajectory(ros_context):
         assert spin_until(executor, lambda: len(got["trajectory"]) == 2, 120.0)
         first = got["trajectory"][1].points[0].transforms[0].translation
         assert first.x == pytest.approx(1.0, abs=1e-3)  # starts where the last plan ended
+    finally:
+        executor.shutdown()
+        peer.destroy_node()
+        node.destroy_node()
+
+
+@pytest.mark.timeout(120)
+def test_a_goal_the_limits_cannot_reach_in_time_is_refused_with_diagnostics(ros_context):
+    """An infeasible planning QP (1 m in T = 0.5 s under the limits): the verdict and an ERROR
+    diagnostic say why, and no trajectory is published."""
+    node = _planner_node(ros_context, PARAMETERS | {"duration": 0.5})
+    peer = Node("infeasible_peer", context=ros_context)
+    got = _listen(peer)
+    estimates = peer.create_publisher(PayloadEstimate, "/payload_estimate", LATCHED_QOS)
+    goals = peer.create_publisher(PoseStamped, "/planner_node/goal", RELIABLE_QOS)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    executor.add_node(peer)
+    goal = PoseStamped()
+    goal.header.frame_id = "world"
+    goal.pose.position.x, goal.pose.position.z, goal.pose.orientation.w = 1.0, 1.0, 1.0
+    try:
+        estimates.publish(_estimate(com_valid=True))
+        assert spin_until(executor, lambda: node.estimate is not None, 10.0)
+        spin_until(executor, lambda: peer.count_subscribers("/planner_node/goal") > 0, 5.0)
+        goals.publish(goal)
+        assert spin_until(executor, lambda: got["verification"], 60.0)
+        refused = json.loads(got["verification"][-1].data)["refused"]
+        assert "infeasible" in refused and "increase the duration" in refused
+        assert spin_until(
+            executor, lambda: _error_diagnostic(got["diagnostics"], "infeasible"), 10.0
+        )
+        assert not got["trajectory"]
     finally:
         executor.shutdown()
         peer.destroy_node()

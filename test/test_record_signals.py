@@ -6,6 +6,7 @@ every message back."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -28,10 +29,11 @@ TOPIC = "/probe/counter"
 COUNT = 300
 
 
-def record_and_signal(out, signals: list[int]) -> tuple[int, str, str]:
+def record_and_signal(out, signals: list[int], streaming: bool = False) -> tuple[int, str, str]:
     """Start a recorder process on TOPIC, publish COUNT numbered messages, wait until they
-    are flushed to disk, then send ``signals`` (20 ms apart); returns the process's exit
-    code, output and error output."""
+    are flushed to disk, then send ``signals`` (20 ms apart); ``streaming``: the numbers go
+    on at 200 Hz while the recorder flushes and is signalled, and 50 after it; returns the
+    process's exit code, output and error output."""
     recorder = subprocess.Popen(
         [sys.executable, "-m", "inertia_estimation_ros.cli", "record", str(out)]
         + ["--topics", TOPIC],
@@ -48,13 +50,21 @@ def record_and_signal(out, signals: list[int]) -> tuple[int, str, str]:
     )
     try:
         assert wait_for(lambda: publisher.get_subscription_count() > 0, 60.0)
-        for k in range(COUNT):
-            publisher.publish(UInt32(data=k))
+        stream = itertools.count()
+        for _ in range(COUNT):
+            publisher.publish(UInt32(data=next(stream)))
             time.sleep(0.001)
-        time.sleep(3 * FLUSH_PERIOD + 0.5)  # delivered and flushed
+        flushed = time.monotonic() + 3 * FLUSH_PERIOD + 0.5  # delivered and flushed
+        while time.monotonic() < flushed:
+            if streaming:
+                publisher.publish(UInt32(data=next(stream)))
+            time.sleep(0.005)
         for s in signals:
             recorder.send_signal(s)
             time.sleep(0.02)
+        for _ in range(50 if streaming else 0):
+            publisher.publish(UInt32(data=next(stream)))
+            time.sleep(0.005)
         out, err = recorder.communicate(timeout=60)
     finally:
         if recorder.poll() is None:
@@ -79,6 +89,18 @@ def test_a_stopped_recorder_leaves_a_complete_bag(tmp_path, signals):
     assert code == 0, err
     assert f"{COUNT}  {TOPIC}" in out
     assert numbers(tmp_path / "bag") == list(range(COUNT))
+
+
+@pytest.mark.timeout(120)
+def test_a_recorder_killed_mid_stream_loses_only_its_last_flush_period(tmp_path, capsys):
+    """SIGKILL while the numbers still arrive: the repaired bag holds an unbroken run from
+    0, at least every message published a flush period and more before the kill."""
+    bag = tmp_path / "bag"
+    code, _, _ = record_and_signal(bag, [signal.SIGKILL], streaming=True)
+    assert code == -signal.SIGKILL
+    assert cli.main(["bag-repair", str(bag)]) == 0
+    recovered = numbers(bag)
+    assert recovered == list(range(len(recovered))) and len(recovered) >= COUNT
 
 
 @pytest.mark.timeout(120)

@@ -64,6 +64,8 @@ ESTIMATOR_PARAMETERS = (
     "kinematics_source",
     "robust_loss",
     "min_kinematics_samples",
+    "pose_angle_resolution",
+    "pose_position_resolution",
 )
 
 

@@ -23,6 +23,8 @@ Project method, joint maximum likelihood over all N robots (any N, any reference
     rotation information through the grasp lever arms, and there is no differentiation.
 * Per-robot noise levels are re-estimated from the residuals by moment matching.
 * Robust losses work by reweighting samples (``robust_weights``, ``fit_grasps``).
+* Quantized poses (encoder steps) leave a bias that the residuals take for white noise;
+  ``quantization_covariance`` adds it to the covariance from the declared resolution.
 
 Covariances are 6x6 per grasp, of (dphi, dp): R_s_i = exp([dphi]) R_hat_s_i and
 p_s_i = p_hat_s_i + dp, both in {s}. Note the order: the core is angular first, while
@@ -711,24 +713,14 @@ def _fit_pose_frames(
         r = (Wh @ np.vstack(blocks(current)) @ L).ravel()
         return r if prior is None else np.concatenate([r, prior(current)])
 
-    moving = np.r_[s : s + 12, n - 1]  # the columns of a block that move (the reference's)
-
     def jacobian(x: np.ndarray, base: Frames, Wh: np.ndarray) -> np.ndarray:
-        """Analytic: each robot's block moves with its own X and Y only
-        (``_pose_block_derivatives``); the prior's part from ``prior_jacobian``."""
+        """``_pose_jacobian``, and the prior's part from ``prior_jacobian``."""
         current = apply(base, x)
-        rows = Wh.shape[0] * n
-        extra = prior_jacobian(current) if prior_jacobian is not None else np.zeros((0, n_each))
-        columns = np.zeros((rows + len(extra), 2 * n_each))
-        L_moving = L[moving]
-        for k, r in enumerate(movers):
-            D = _pose_block_derivatives(current[0][r], current[1][r], Pi[r])
-            dML = D @ L_moving  # (12, 6, m)
-            block = np.einsum("rj,cjm->rmc", Wh[:, 6 * k : 6 * k + 6], dML).reshape(rows, 12)
-            columns[:rows, 6 * k : 6 * k + 6] = block[:, :6]
-            columns[:rows, n_each + 6 * k : n_each + 6 * k + 6] = block[:, 6:]
-        columns[rows:, n_each:] = extra
-        return columns
+        columns = _pose_jacobian(current, Pi, Wh, L, ids, reference_id)
+        if prior_jacobian is None:
+            return columns
+        extra = prior_jacobian(current)
+        return np.vstack([columns, np.hstack([np.zeros((len(extra), n_each)), extra])])
 
     x0 = np.zeros(2 * n_each)
     for _ in range(outer_iterations):
@@ -743,6 +735,33 @@ def _fit_pose_frames(
             break
     J = jacobian(x0, frames, Wh)
     return frames, J.T @ J
+
+
+def _pose_jacobian(
+    frames: Frames,
+    Pi: Mapping[str, np.ndarray],
+    Wh: np.ndarray,
+    L: np.ndarray,
+    robot_ids: Sequence[str],
+    reference_id: str,
+) -> np.ndarray:
+    """d(Wh M(X, Y) L).ravel() / d(X, Y) for the perturbations of every non-reference robot's
+    X = T_s_i, then its Y = T_s0_i0. Analytic: each robot's 6 constraint rows move with its
+    own X and Y only (``_pose_block_derivatives``), which keeps large teams fast."""
+    movers = others(robot_ids, reference_id)
+    n_each = 6 * len(movers)
+    s = 12 * list(robot_ids).index(reference_id)
+    moving = np.r_[s : s + 12, len(L) - 1]  # the columns of a block that move (the reference's)
+    rows = Wh.shape[0] * L.shape[1]
+    columns = np.zeros((rows, 2 * n_each))
+    L_moving = L[moving]
+    for k, r in enumerate(movers):
+        D = _pose_block_derivatives(frames[0][r], frames[1][r], Pi[r])
+        dML = D @ L_moving  # (12, 6, m)
+        block = np.einsum("rj,cjm->rmc", Wh[:, 6 * k : 6 * k + 6], dML).reshape(rows, 12)
+        columns[:, 6 * k : 6 * k + 6] = block[:, :6]
+        columns[:, n_each + 6 * k : n_each + 6 * k + 6] = block[:, 6:]
+    return columns
 
 
 def refine_grasps_from_poses(
@@ -823,6 +842,102 @@ def gravity_prior(
         return J
 
     return residual, jacobian
+
+
+def quantization_covariance(
+    fit: GraspKinematics,
+    resolution: tuple[float, float],
+    moments: StackedMoments | None = None,
+    still: Sequence[np.ndarray] = (),
+    gravity: Mapping[str, HomeGravity] | None = None,
+) -> np.ndarray:
+    """The grasps' covariance from the quantization of the robots' reported poses, which the
+    residuals take for white noise although much of it is a bias.
+
+    ``resolution`` = (angle [rad], position [m]): the step of every robot's grasp pose T_i0_i
+    about and along each axis, its encoder steps mapped through its kinematics (a 14-bit
+    gimbal: 2 pi / 2^14 about each of its axes). A quantization error is uniform in one step,
+    variance step^2 / 12, and a joint that moves less than a step keeps it: a bias, which no
+    sample count averages out. Two parts, stacked like ``GraspKinematics.covariance``:
+
+    * a constant error e_i = (phi_i, rho_i) in each robot's grasp frame (a slow or locked
+      joint): the estimate exp(-e_s) T_s_i exp(e_i) moves by dphi = R phi_i - phi_s,
+      dp = R rho_i - rho_s + [p] phi_s (``_perturb``'s coordinates, R, p of T_s_i): robot i's
+      own step, and the reference robot's, shared by every grasp and acting on the lever arm;
+    * one error per still stretch of a pose fit (``still``: per stretch the weighted sum of
+      its pose rows, ``pose_rows``, whose last entry is the weight): such a stretch counts
+      many samples with one error, which a hold at a pose the motion barely leaves (a tilt
+      of a few degrees) turns into a grasp error larger than a step. It moves the fit's
+      parameters by -(J^T J)^-1 J_b^T Wh M delta_b, J_b the Jacobian of the stretch's summed
+      rows, delta_b its pose error (``pose_noise_covariance`` of the step's std).
+
+    Zero for a zero resolution.
+    """
+    n = 6 * (len(fit.T_s_i) - 1)
+    if not any(resolution):
+        return np.zeros((n, n))
+    std = np.asarray(resolution, dtype=float) / np.sqrt(12.0)
+    Q = np.diag(np.repeat(std**2, 3))
+    own, shared = constant_error_maps(fit.T_s_i, fit.reference_id)
+    covariance = shared @ Q @ shared.T
+    for k in range(0, n, 6):
+        covariance[k : k + 6, k : k + 6] += own[k : k + 6] @ Q @ own[k : k + 6].T
+    if fit.source == "poses" and moments is not None and len(still):
+        covariance += _still_covariance(fit, moments, still, tuple(std), gravity)[:n, :n]
+    return covariance
+
+
+def constant_error_maps(
+    T_s_i: Mapping[str, np.ndarray], reference_id: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(own, shared), each (6(N-1), 6): how constant pose errors e = (phi, rho) in the grasp
+    frames move the grasps, stacked like ``GraspKinematics.covariance``. Robot i's own error
+    moves its grasp by own_i e_i = (R phi, R rho); the reference robot's moves every grasp by
+    shared_i e_s = (-phi, [p] phi - rho) (R, p of T_s_i; ``quantization_covariance``)."""
+    movers = others(list(T_s_i), reference_id)
+    own = np.zeros((6 * len(movers), 6))
+    shared = np.zeros((6 * len(movers), 6))
+    for k, rid in enumerate(movers):
+        R, p = T_s_i[rid][:3, :3], T_s_i[rid][:3, 3]
+        own[6 * k : 6 * k + 6] = np.kron(np.eye(2), R)
+        shared[6 * k : 6 * k + 6] = np.block(
+            [[-np.eye(3), np.zeros((3, 3))], [sp.skew(p), -np.eye(3)]]
+        )
+    return own, shared
+
+
+def _still_covariance(
+    fit: GraspKinematics,
+    moments: StackedMoments,
+    still: Sequence[np.ndarray],
+    std: tuple[float, float],
+    gravity: Mapping[str, HomeGravity] | None,
+) -> np.ndarray:
+    """Covariance of a pose fit's (X, Y) from one pose error of std ``std`` per still stretch
+    (``quantization_covariance``)."""
+    ids, reference_id = fit.robot_ids, fit.reference_id
+    movers = others(ids, reference_id)
+    frames = [fit.T_s_i, fit.T_s0_i0]
+    R_bar = mean_rotations(moments)
+    Pi = {r: _tangent_coordinates(R_bar[r]) for r in movers}
+    M = pose_constraints(*frames, R_bar, ids, reference_id)
+    C = M @ pose_noise_covariance(rotation_moments(moments), ids, *fit.pose_noise) @ M.T
+    Wh = np.linalg.inv(np.linalg.cholesky(0.5 * (C + C.T)))
+    J = _pose_jacobian(frames, Pi, Wh, _factor(moments.S), ids, reference_id)
+    information = J.T @ J
+    if gravity:
+        prior = gravity_prior(gravity, ids, reference_id)[1](frames)
+        information[6 * len(movers) :, 6 * len(movers) :] += prior.T @ prior
+    covariance = covariance_from_information(information)
+    WhM = Wh @ M
+    out = np.zeros_like(covariance)
+    for total in still:
+        mean = total / max(total[-1], 1e-300)
+        rotations = {r: mean[12 * k : 12 * k + 9].reshape(3, 3) for k, r in enumerate(ids)}
+        J_b = _pose_jacobian(frames, Pi, Wh, total[:, None], ids, reference_id)
+        G = covariance @ J_b.T @ WhM
+        out += G @ pose_noise_covariance(rotations, ids, *std) @ G.T
+    return out
 
 
 def _check_reference(robot_ids: Sequence[str], reference_id: str) -> None:

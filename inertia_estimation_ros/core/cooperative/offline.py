@@ -121,6 +121,26 @@ def _grasps(
     )
 
 
+def _quantized(
+    recordings: list[Recording],
+    phases: list[np.ndarray],
+    kinematics: gk.GraspKinematics,
+    settings: EstimatorSettings,
+) -> gk.GraspKinematics:
+    """The fit with the quantization of the poses in its covariance (the static sets of each
+    recording one still stretch; ``grasp_kinematics.quantization_covariance``)."""
+    resolution = (settings.pose_angle_resolution, settings.pose_position_resolution)
+    if kinematics.source != "poses" or not any(resolution):
+        return kinematics
+    ids = kinematics.robot_ids
+    rows = [gk.pose_rows({r: rec.series[r].T_i0_i for r in ids}, ids) for rec in recordings]
+    moments = gk.StackedMoments.from_rows(ids, np.concatenate(rows))
+    still = [Y[p == "static"].sum(axis=0) for Y, p in zip(rows, phases, strict=True)]
+    still = [total for total in still if total[-1] > 0]
+    extra = gk.quantization_covariance(kinematics, resolution, moments, still)
+    return kinematics.with_added_covariance(extra)
+
+
 def _kinematic_inflation(
     recordings: list[Recording], kinematics: gk.GraspKinematics, settings: EstimatorSettings
 ) -> float:
@@ -149,6 +169,7 @@ def estimate_offline(
     phases = [_phases(rec, settings) for rec in recordings]
     kinematics = _grasps(recordings, phases, reference_id, settings)
     kinematics = kinematics.inflated(_kinematic_inflation(recordings, kinematics, settings))
+    kinematics = _quantized(recordings, phases, kinematics, settings)
     store, fit = _judge_and_fit(
         _WrenchData.of(recordings, phases, kinematics), kinematics, settings
     )

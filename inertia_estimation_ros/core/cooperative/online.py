@@ -78,6 +78,7 @@ from .grasp_kinematics import (
     consensus_noise,
     noise_precision,
     pose_rate_rows,
+    quantization_covariance,
     refine_grasps,
     refine_grasps_from_poses,
     residual_map_of,
@@ -88,6 +89,7 @@ from .settings import EstimatorSettings
 
 PHASES = ("static", "moving", "transition")
 PHASE_GROUPS = ("static", "dynamic")  # noise groups of the wrench fit
+MAX_STILL_STRETCHES = 64  # still stretches kept apart for the quantization covariance
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,9 @@ class TeamEstimator:
         self._input_filter = CausalLowpass(settings.sample_rate_hz, cutoff) if cutoff else None
         dim = 12 * n + 1 if settings.kinematics_source == "poses" else 6 * n
         self._kinematic_blocks = BlockSums(dim, settings.sample_rate_hz)
+        self._resolution = (settings.pose_angle_resolution, settings.pose_position_resolution)
+        self._still: list[np.ndarray] = []  # per still stretch: its weighted sum of pose rows
+        self._still_open = False  # the last set was static: its stretch goes on
         self._clock_sigma: dict[str, float] = {}  # std of each robot's clock offset [s]
         self._pose_rates: dict[str, np.ndarray] = {}  # sum_k w [y_k; ydot_i,k] ydot_i,k^T
         self._kinematics: GraspKinematics | None = None
@@ -348,6 +353,8 @@ class TeamEstimator:
         if static.any():
             self._dtwists["static"].add_rows(dz[static], np.ones(static.sum()))
         weights = self._add_kinematic("poses", y)
+        if any(self._resolution):
+            self._add_still(y, weights, static)
         for rid, D in self._pose_rates.items():
             k = self.robot_ids.index(rid)
             rate = pose_rate_rows(T[:, k], V[:, k])
@@ -372,6 +379,22 @@ class TeamEstimator:
         if kind == self.settings.kinematics_source and self.settings.residual_correlation_lags:
             self._kinematic_blocks.add_rows(weights[:, None] * X)
         return weights
+
+    def _add_still(self, y: np.ndarray, weights: np.ndarray, static: np.ndarray) -> None:
+        """The weighted sums of the pose rows of each still stretch (static sets), where a
+        quantized pose keeps one error (``quantization_covariance``). Beyond
+        ``MAX_STILL_STRETCHES`` the two oldest merge (one error for both: conservative)."""
+        for run in np.split(np.arange(len(static)), np.flatnonzero(np.diff(static)) + 1):
+            if not static[run[0]]:
+                continue
+            total = weights[run] @ y[run]
+            if run[0] == 0 and self._still_open:
+                self._still[-1] = self._still[-1] + total
+            else:
+                self._still.append(total)
+        self._still_open = bool(static[-1])
+        while len(self._still) > MAX_STILL_STRETCHES:
+            self._still[:2] = [self._still[0] + self._still[1]]
 
     def _kinematic_weights(self, kind: str, X: np.ndarray) -> np.ndarray:
         """Robust weights of twist or pose rows from their residuals with the latest fit."""
@@ -547,7 +570,10 @@ class TeamEstimator:
             gravity,
         )
         fit = fit.inflated(self._kinematic_inflation(fit, self._poses))
-        return fit.with_added_covariance(self._clock_covariance(fit, gravity))
+        quantized = quantization_covariance(
+            fit, self._resolution, self._poses, self._still, gravity
+        )
+        return fit.with_added_covariance(self._clock_covariance(fit, gravity) + quantized)
 
     def _clock_covariance(self, fit: GraspKinematics, gravity: object) -> np.ndarray:
         """sum_i sigma_i^2 J_i J_i^T: the grasps' uncertainty from the clock offsets."""

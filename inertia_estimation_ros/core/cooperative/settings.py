@@ -31,6 +31,10 @@ class EstimatorSettings:
     robust_scale: float = 3.0  # residual norm (in noise standard deviations) where it acts
     min_kinematics_samples: int = 100
     gravity_direction_floor: float = 1e-4  # [rad] trust in the home frames' gravity directions
+    # step of every robot's reported grasp pose: its encoder steps through its kinematics (a
+    # 14-bit gimbal: 2 pi / 2^14 rad); 0: not quantized (grasp_kinematics.quantization_covariance)
+    pose_angle_resolution: float = 0.0  # [rad]
+    pose_position_resolution: float = 0.0  # [m]
     # validity: refuse a quantity whose standard deviation exceeds these
     max_rotation_std_deg: float = 1.0
     max_position_std: float = 0.01  # [m]
@@ -57,6 +61,7 @@ class EstimatorSettings:
             for f in fields(self)
             if f.type in ("float", "int")
             and f.name not in ("residual_correlation_lags", "external_wrench_floor")
+            and not f.name.endswith("_resolution")
         ]
         for name in positive:
             value = getattr(self, name)
@@ -87,6 +92,7 @@ class EstimatorSettings:
             raise ValueError("setting max_segments must be an integer >= 8")
         if not self.external_wrench_false_alarm < 0.5:
             raise ValueError("setting external_wrench_false_alarm must lie between 0 and 0.5")
-        floor = self.external_wrench_floor
-        if not (isinstance(floor, int | float) and math.isfinite(floor) and floor >= 0):
-            raise ValueError("setting external_wrench_floor must be a finite number >= 0")
+        for name in ("external_wrench_floor", "pose_angle_resolution", "pose_position_resolution"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"setting {name} must be a finite number >= 0, got {value!r}")

@@ -252,6 +252,22 @@ INTERFACE = NodeInterface(
             bounds=(10, 1_000_000),
         ),
         Param(
+            "pose_angle_resolution",
+            "double",
+            _DEFAULTS.estimator.pose_angle_resolution,
+            "step of each robot's grasp-pose rotation about each axis [rad]: its encoder steps "
+            "through its kinematics (a 14-bit gimbal: 3.835e-4); 0: not quantized. Puts the "
+            "bias of quantized poses in the grasps' covariance",
+            bounds=(0.0, 0.1),
+        ),
+        Param(
+            "pose_position_resolution",
+            "double",
+            _DEFAULTS.estimator.pose_position_resolution,
+            "step of each robot's grasp-pose position along each axis [m]; 0: not quantized",
+            bounds=(0.0, 0.01),
+        ),
+        Param(
             "max_gap",
             "double",
             _DEFAULTS.max_gap,

@@ -236,9 +236,7 @@ class AdmittanceMode:
         serve(Trigger, "~/mode/hold", self._locked(self._on_stop))
         self._estimate_arrival: float | None = None
         self._last_tick: float | None = None  # ROS time of the last reference
-        self._timer = node.create_timer(
-            self._period, self._locked(self._tick), callback_group=group
-        )
+        self._timer = node.create_timer(self._period, self._on_timer, callback_group=group)
 
     def _locked(self, callback: Callable) -> Callable:
         """``callback`` holding the mode's lock (the callbacks share the supervisor)."""
@@ -249,6 +247,12 @@ class AdmittanceMode:
                 return callback(*args)
 
         return run
+
+    def _on_timer(self) -> None:
+        """The control timer's tick (no argument: rclpy's events executor passes a timer
+        callback that takes one its ``TimerInfo``)."""
+        with self._lock:
+            self._tick()
 
     def _now(self) -> float:
         return self.node.get_clock().now().nanoseconds * 1e-9

@@ -414,20 +414,20 @@ def test_the_reference_keeps_its_rate_and_rests_while_a_balancing_plan_is_comput
     ros_context, monkeypatch
 ) -> None:
     """The planner spins on its executable's executor (one thread) while a person pushes in
-    admittance; ~/mode/balancing is called over DDS and the plan is held in its first SQP
-    iteration until 2 s worth of references (100 at 50 Hz) came out meanwhile, the last ones
+    admittance; ~/mode/balancing is called over DDS and the plan is held before its SQP
+    starts until 2 s worth of references (100 at 50 Hz) came out meanwhile, the last ones
     at rest: the executor thread never waits for the plan, and the reference decelerates to
     rest while the planner works. Released, the plan is certified, the switch happens, and
     the published reference moves like one tick within the limits at every step (|dp| <=
     v_max dt, |dv| <= a_max dt at the CoM plus the lever arm)."""
     released = threading.Event()
-    progress = TrayPlanner._progress
+    plan = TrayPlanner.plan
 
-    def held(self, *args):  # the plan's first SQP iteration waits for the test
+    def held(self, *args, **kwargs):  # the plan waits for the test before its SQP
         assert released.wait(120.0), "the test never released the plan"
-        return progress(self, *args)
+        return plan(self, *args, **kwargs)
 
-    monkeypatch.setattr(TrayPlanner, "_progress", held)
+    monkeypatch.setattr(TrayPlanner, "plan", held)
     executor = EXECUTORS[PLANNER_EXECUTOR](context=ros_context)
     planner, listener, poses, twists = _balancing_planner(ros_context, executor)
     client = listener.create_client(Trigger, "/planner_node/mode/balancing")

@@ -33,13 +33,23 @@ every process of the loop at SCHED_RR priority, as a real-time loop is deployed 
 ``--executor`` option) or in the echo node in its place. Each run takes a ROS domain of its own
 unless ROS_DOMAIN_ID is set. The floor per hop count: ``echo_chain.py --table``.
 
-Run: .venv/bin/python bench/bench_collaboration.py [--aerial | --latency [--timer] |
---floor [--single] [--rr]] [--executor EXECUTABLE=KIND ...]
+``--latency --replay``: what a deployment would see, the robots' data from drivers instead of
+a MuJoCo simulation on the same cores: the scenario's raw driver topics with the person
+pulling are simulated ahead of time (cached under build/bench/), then played in real time
+at 100 Hz, restamped on the system clock (``robot_replay.py``), through the robot nodes,
+the coordinator and the planner, each its own process on the system clock. The same
+measures, plus from the driver's sample stamp, per hop, and each process's CPU seconds per
+second of the collaborate phase. ``--rr``: every process at SCHED_RR; ``--rr-estimation``:
+SCHED_RR until the admittance starts, normal priority after.
+
+Run: .venv/bin/python bench/bench_collaboration.py [--aerial | --latency [--timer] [--replay
+[--rr | --rr-estimation]] | --floor [--single] [--rr]] [--executor EXECUTABLE=KIND ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -257,39 +267,49 @@ def latency_graph(folder: Path) -> Path:
 
 
 class Arrivals:
-    """Wall times (``time.perf_counter``) at which this process saw the loop's messages: the
-    reference robot's sample and the wrench by stamp (the first copy), each robot's commands
-    in order. This process sees the topics as the nodes do."""
+    """Wall times (``time.time``) at which this process saw the loop's messages: the reference
+    robot's sample and the wrench by stamp (the first copy), the planner's references (if
+    given) and each robot's commands in order. This process sees the topics as the nodes do."""
 
     def __init__(self, node: object, topics: dict[str, tuple[type, str]]) -> None:
-        """``topics``: "sample", "wrench" and each robot's id -> (message type, topic)."""
+        """``topics``: "sample", "wrench", optionally "reference", and each robot's id ->
+        (message type, topic)."""
         from inertia_estimation_ros.ros.conversions import seconds
         from inertia_estimation_ros.ros.interface import RELIABLE_QOS, SENSOR_QOS
 
         self.sample: dict[float, float] = {}
         self.wrench: dict[float, float] = {}
+        self.reference: list[float] = []
         self.commands: dict[str, list[float]] = {}
-        now = time.perf_counter
+        now = time.time
         for what, (kind, topic) in topics.items():
             if what in ("sample", "wrench"):
                 first = getattr(self, what)
                 callback = lambda m, f=first: f.setdefault(seconds(m.header.stamp), now())  # noqa: E731
             else:
-                arrivals = self.commands.setdefault(what, [])
+                arrivals = self.reference if what == "reference" else []
+                if what != "reference":
+                    self.commands[what] = arrivals
                 callback = lambda m, a=arrivals: a.append(now())  # noqa: E731
             qos = SENSOR_QOS if what == "sample" else RELIABLE_QOS
             node.create_subscription(kind, topic, callback, qos)
 
-    def report(self, skip: float = 0.0) -> int:
+    def _after(self, when: float) -> float | None:
+        """When every robot's first command after ``when`` arrived (None: not every one)."""
+        followed = [a[np.searchsorted(a, when)] for a in self.commands.values() if a[-1] > when]
+        return max(followed) if len(followed) == len(self.commands) else None
+
+    def report(self, skip: float = 0.0, wall_stamps: bool = False) -> int:
         """p50/p99 of sample -> wrench and sample -> every robot's next command, for the
         samples whose wrench arrived once every robot's commands flowed (and ``skip`` s
         after): before, a robot whose command publisher this process discovered late would
-        count its discovery as delay."""
+        count its discovery as delay. ``wall_stamps``: the samples are stamped on this
+        machine's clock (``--replay``), so also from the stamp itself, and per hop."""
         if not self.commands or not all(self.commands.values()):
             print("no commands arrived")
             return 1
         first_command = max(a[0] for a in self.commands.values())
-        delays, coordinator, settled = [], [], []
+        delays, coordinator, settled, stamped = [], [], [], []
         for stamp, produced in self.sample.items():
             wrench = self.wrench.get(stamp)
             if wrench is None or wrench < first_command:
@@ -297,11 +317,10 @@ class Arrivals:
             coordinator.append(wrench - produced)
             if produced > first_command + skip:
                 settled.append(wrench - produced)
-            followed = [
-                a[np.searchsorted(a, wrench)] for a in self.commands.values() if a[-1] > wrench
-            ]
-            if len(followed) == len(self.commands):
-                delays.append(max(followed) - produced)
+            followed = self._after(wrench)
+            if followed is not None:
+                delays.append(followed - produced)
+                stamped.append(followed - stamp)
         print_latency("wrench sample -> /external_wrench (the coordinator)", coordinator)
         if skip:
             print_latency(
@@ -310,6 +329,14 @@ class Arrivals:
                 settled,
             )
         print_latency("wrench sample -> every robot's command over DDS", delays, target=20.0)
+        if wall_stamps:
+            print_latency(
+                "the driver's sample stamp (joint states, before the robot node) -> every "
+                "robot's command",
+                stamped,
+                target=20.0,
+            )
+            self.hops(first_command)
         admitted = [s for s in self.wrench if self.wrench[s] >= first_command]
         span = max(admitted) - min(admitted) if len(admitted) > 1 else np.nan
         print(
@@ -317,6 +344,46 @@ class Arrivals:
             f"sample time, {len(admitted) / span:.1f} per second (the robots sample at 100 Hz)"
         )
         return 0
+
+    def hops(self, first_command: float) -> None:
+        """Per hop, as this process sees the topics: robot_1's sample -> the wrench, the
+        wrench -> the planner's next reference, that reference -> every robot's next command."""
+        reference = np.asarray(self.reference)
+        hops: dict[str, list[float]] = {"sample": [], "planner": [], "robots": []}
+        for stamp, produced in self.sample.items():
+            wrench = self.wrench.get(stamp)
+            if wrench is None or wrench < first_command or not len(reference):
+                continue
+            k = np.searchsorted(reference, wrench)
+            followed = self._after(reference[k]) if k < len(reference) else None
+            if followed is not None:
+                hops["sample"].append(wrench - produced)
+                hops["planner"].append(reference[k] - wrench)
+                hops["robots"].append(followed - reference[k])
+        print_latency("  hop: robot_1's grasp_state -> /external_wrench", hops["sample"])
+        print_latency(
+            "  hop: /external_wrench -> the planner's next ~/reference/pose", hops["planner"]
+        )
+        print_latency("  hop: that reference -> every robot's next command", hops["robots"])
+
+
+def start_graph(
+    graph: Path, log: Path, executors: dict[str, str], prefix: list[str] = ()
+) -> dict[str, object]:
+    """Every node of ``graph`` as its own process (``demo.start_children``), each on the
+    executor ``executors`` names for its executable, behind ``prefix`` (e.g. ``chrt``)."""
+    from inertia_estimation_ros.commands.demo import start_children
+    from inertia_estimation_ros.ros import bringup
+
+    node_command = bringup.node_command  # start_children's, with the chosen executors
+    bringup.node_command = lambda spec, *args: [
+        *prefix,
+        *with_executors(node_command(spec, *args), spec.executable, executors),
+    ]
+    try:
+        return start_children(graph, log)
+    finally:
+        bringup.node_command = node_command
 
 
 def latency() -> int:
@@ -328,36 +395,11 @@ def latency() -> int:
     timer only when wrenches pause."""
     import tempfile
 
-    import rclpy
-    from geometry_msgs.msg import PoseStamped
-    from rclpy.context import Context
-
-    from inertia_estimation_ros.commands.demo import start_children, stop_children
-    from inertia_estimation_ros.msg import ExternalWrench, GraspState
-    from inertia_estimation_ros.ros import bringup
-    from inertia_estimation_ros.ros.demo_monitor import DemoMonitor
-    from inertia_estimation_ros.ros.runtime import NodeGroup
+    from inertia_estimation_ros.commands.demo import stop_children
 
     folder = Path(tempfile.mkdtemp(prefix="bench_collaboration_"))
-    own_domain()
-    context = Context()
-    rclpy.init(context=context)
-    monitor = DemoMonitor(context=context)
-    topics = {"sample": (GraspState, "/robot_1/grasp_state")}
-    topics["wrench"] = (ExternalWrench, "/external_wrench")
-    for rid in ROBOTS:
-        topics[rid] = (PoseStamped, f"/{rid}/robot_node/command/pose")
-    arrivals = Arrivals(monitor, topics)
-    group = NodeGroup([monitor], context, "single").start()
-    executors = chosen_executors()
-    node_command = bringup.node_command  # start_children's, with the chosen executors
-    bringup.node_command = lambda spec, *args: with_executors(
-        node_command(spec, *args), spec.executable, executors
-    )
-    try:
-        children = start_children(latency_graph(folder), folder / "graph.log")
-    finally:
-        bringup.node_command = node_command
+    monitor, arrivals, group = loop_monitor()
+    children = start_graph(latency_graph(folder), folder / "graph.log", chosen_executors())
     enabled = None
     try:
         deadline = time.monotonic() + 300
@@ -370,6 +412,160 @@ def latency() -> int:
         stop_children(children)
         group.stop()
     status = arrivals.report(skip=BACKLOG)
+    if status:
+        print(f"(see {folder / 'graph.log'})")
+    return status
+
+
+def loop_monitor(executor: str = "single") -> tuple[object, Arrivals, object]:
+    """This process's node on its own ROS domain, seeing the loop's topics (``Arrivals``),
+    spinning on ``executor``: (monitor, arrivals, its ``NodeGroup``)."""
+    import rclpy
+    from geometry_msgs.msg import PoseStamped
+    from rclpy.context import Context
+
+    from inertia_estimation_ros.msg import ExternalWrench, GraspState
+    from inertia_estimation_ros.ros.demo_monitor import DemoMonitor
+    from inertia_estimation_ros.ros.runtime import NodeGroup
+
+    own_domain()
+    context = Context()
+    rclpy.init(context=context)
+    monitor = DemoMonitor(context=context)
+    topics = {"sample": (GraspState, "/robot_1/grasp_state")}
+    topics["wrench"] = (ExternalWrench, "/external_wrench")
+    topics["reference"] = (PoseStamped, "/planner_node/reference/pose")
+    for rid in ROBOTS:
+        topics[rid] = (PoseStamped, f"/{rid}/robot_node/command/pose")
+    arrivals = Arrivals(monitor, topics)
+    return monitor, arrivals, NodeGroup([monitor], context, executor).start()
+
+
+# ----- latency with the robots' data replayed (--replay) ----------------------------------------
+REPLAY_CACHE = Path(__file__).resolve().parents[1] / "build" / "bench" / "collaboration_replay"
+
+
+def replay_inputs() -> tuple[Path, float]:
+    """The robots' driver topics of ``LATENCY_SCENARIO`` with the person pulling, simulated
+    ahead of time (MuJoCo without ROS; in the ``collaborate`` phase the robots hold the
+    payload against the person, as nothing commands them), cached under build/: (the bag,
+    seconds from its first message to the ``collaborate`` phase)."""
+    import shutil
+
+    import yaml
+
+    from inertia_estimation_ros.data import SCENARIOS, data_file
+    from inertia_estimation_ros.sim.topics import write_simulation_bag
+
+    phases = REPLAY_CACHE / "phases.yaml"
+    if not phases.exists():
+        shutil.rmtree(REPLAY_CACHE, ignore_errors=True)
+        REPLAY_CACHE.mkdir(parents=True)
+        scenario = load_scenario(data_file(LATENCY_SCENARIO, SCENARIOS))
+        print(f"simulating {LATENCY_SCENARIO} ({scenario.duration:g} s) into {REPLAY_CACHE}")
+        result = scenario.run(seed=scenario.seed)
+        write_simulation_bag(result, REPLAY_CACHE / "bag", "mcap", False)
+        start = next(p.start for p in result.phases if p.program == "collaborate")
+        offset = float(start - result.phases[0].start)
+        phases.write_text(yaml.safe_dump({"collaborate": offset}))
+    return REPLAY_CACHE / "bag", yaml.safe_load(phases.read_text())["collaborate"]
+
+
+def replay_graph(folder: Path) -> Path:
+    """``latency_graph`` without the simulation, every node on the system clock."""
+    import yaml
+
+    data = yaml.safe_load(latency_graph(folder).read_text())
+    del data["/sim_node"]
+    data["/**"]["ros__parameters"]["use_sim_time"] = False
+    path = folder / "replay.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def cpu_seconds(children: dict[str, object]) -> dict[str, float]:
+    """CPU time (user + system, s) of each running child process so far (/proc), and of
+    this process."""
+    tick = os.sysconf("SC_CLK_TCK")
+    spent = {"this monitor": time.process_time()}
+    for name, child in children.items():
+        try:
+            fields = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        spent[name.strip("/").replace("/robot_node", "")] = (
+            int(fields[11]) + int(fields[12])
+        ) / tick
+    return spent
+
+
+def normal_priority(pids: list[int]) -> None:
+    """Every thread of the processes ``pids`` back to the normal scheduling policy."""
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                os.sched_setscheduler(int(task.name), os.SCHED_OTHER, os.sched_param(0))
+            except (ProcessLookupError, PermissionError):
+                continue
+
+
+def replay() -> int:
+    """``--latency --replay``: the robots' data from hardware-like drivers instead of a
+    simulation on the same cores. ``replay_inputs`` ahead of time; then the robot nodes, the
+    coordinator and the planner (each its own process, on the system clock) and
+    ``robot_replay.py`` (the drivers: the raw topics in real time, restamped on this
+    machine's clock), the admittance enabled as the ``collaborate`` phase begins; the same
+    measures as ``--latency``, plus from the driver's stamp and per hop. ``--rr``: every
+    process (this one too) at SCHED_RR priority; ``--rr-estimation``: so until the admittance
+    starts (the estimate needs every sample in time), at normal priority from then on."""
+    import subprocess
+    import tempfile
+
+    from echo_chain import FIFO_PRIORITY, realtime_prefix
+
+    from inertia_estimation_ros.commands.demo import stop_children
+
+    bag, collaborate = replay_inputs()
+    demote = "--rr-estimation" in sys.argv  # SCHED_RR until the admittance starts
+    prefix = realtime_prefix("rr" if "--rr" in sys.argv or demote else "")
+    if prefix:  # this process too, before rclpy's and DDS's threads start (they inherit it)
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(FIFO_PRIORITY))
+    folder = Path(tempfile.mkdtemp(prefix="bench_collaboration_replay_"))
+    load = os.getloadavg()[0]
+    monitor, arrivals, group = loop_monitor("events")  # 0.1 of a core less than "single"
+    children = start_graph(replay_graph(folder), folder / "graph.log", chosen_executors(), prefix)
+    drivers = str(Path(__file__).with_name("robot_replay.py"))
+    children["drivers"] = subprocess.Popen([*prefix, sys.executable, drivers, str(bag)])
+    enabled, cpu = None, {}
+    try:
+        deadline = time.monotonic() + 600
+        while children["drivers"].poll() is None and time.monotonic() < deadline:
+            stamps = arrivals.sample.copy()
+            if enabled is None and stamps and max(stamps) - min(stamps) >= collaborate:
+                enabled = monitor.enable_admittance(timeout=10.0)
+                print(f"/planner_node/enable: {enabled.message if enabled else 'no answer'}")
+                if demote:
+                    normal_priority([os.getpid(), *(c.pid for c in children.values())])
+                cpu = cpu_seconds(children)
+            if enabled is not None and enabled.success:
+                cpu_end = cpu_seconds(children)
+                replayed = max(stamps) - min(stamps) - collaborate
+            time.sleep(0.05)
+    finally:
+        stop_children(children)
+        group.stop()
+    if cpu and enabled.success:
+        spent = {name: cpu_end[name] - cpu.get(name, 0.0) for name in cpu_end}
+        print(
+            f"CPU seconds per second of the collaborate phase replayed ({replayed:.1f} s): "
+            + ", ".join(f"{name} {t / replayed:.2f}" for name, t in spent.items())
+        )
+    policy = "SCHED_RR 50" if prefix else "normal priority"
+    if demote:
+        policy = "SCHED_RR 50 while the estimate converged, normal priority from the admittance on"
+    end = os.getloadavg()[0]
+    print(f"{policy}; load average (1 min) {load:.1f} at the start, {end:.1f} at the end")
+    status = arrivals.report(skip=BACKLOG, wall_stamps=True)
     if status:
         print(f"(see {folder / 'graph.log'})")
     return status
@@ -434,8 +630,14 @@ def check_options() -> None:
     mode.add_argument("--latency", action="store_true", help="wrench -> commands over DDS")
     mode.add_argument("--floor", action="store_true", help="the same loop, nodes doing no work")
     parser.add_argument("--timer", action="store_true", help="reference on the planner's timer")
+    parser.add_argument(
+        "--replay", action="store_true", help="with --latency: the robots' data replayed"
+    )
     parser.add_argument("--single", action="store_true", help="echo nodes single-threaded")
     parser.add_argument("--rr", action="store_true", help="the loop at SCHED_RR priority")
+    parser.add_argument(
+        "--rr-estimation", action="store_true", help="--replay: SCHED_RR until the admittance"
+    )
     parser.add_argument("--executor", action="append", metavar="EXECUTABLE=KIND", default=[])
     parser.parse_args()
 
@@ -451,5 +653,7 @@ if __name__ == "__main__":
         elif "--aerial" in sys.argv:
             status = aerial()
         else:
-            status = latency() if "--latency" in sys.argv else main()
+            status = replay() if "--replay" in sys.argv else None
+            if status is None:
+                status = latency() if "--latency" in sys.argv else main()
     sys.exit(status)

@@ -13,6 +13,8 @@ from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.msg import ExternalWrench, GraspState, PayloadEstimate
 from inertia_estimation_ros.ros.conversions import to_inertia, to_pose, to_time, to_wrench
 from inertia_estimation_ros.ros.nodes.planner_node import PlannerNode
+from inertia_estimation_ros.ros.runtime import EXECUTORS
+from inertia_estimation_ros.ros.spin import spin_until
 
 RATE = 1.0  # [Hz] a control period (1 s) far longer than the calls below
 
@@ -90,4 +92,20 @@ def test_without_admittance_on_wrench_only_the_timer_publishes(ros_context) -> N
         planner.admittance._tick()  # what the control timer runs
         assert len(published) == 1
     finally:
+        planner.destroy_node()
+
+
+@pytest.mark.parametrize("kind", sorted(EXECUTORS))
+@pytest.mark.timeout(60)
+def test_the_control_timer_publishes_on_every_executor(ros_context, kind: str) -> None:
+    """``planner_node --executor multi|single|events``: the control timer ticks and publishes
+    (rclpy's events executor hands a timer callback that takes an argument its TimerInfo:
+    the tick's ``min_gap`` once got it, and the node died at its first tick)."""
+    planner, published, _ = _planner(ros_context, on_wrench=False)
+    executor = EXECUTORS[kind](context=ros_context)
+    executor.add_node(planner)
+    try:
+        assert spin_until(executor, lambda: len(published) >= 2, 30.0)
+    finally:
+        executor.shutdown()
         planner.destroy_node()

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from geometry_msgs.msg import PoseStamped, TwistStamped
-from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_srvs.srv import SetBool, Trigger
@@ -20,6 +20,7 @@ from inertia_estimation_ros.core.aerial.human_wrench import HumanWrenchEstimate
 from inertia_estimation_ros.core.aerial.team_estimation import AerialTeamEstimate
 from inertia_estimation_ros.core.cooperative.estimate import GraspFrameEstimate
 from inertia_estimation_ros.core.inertial import InertialParameters
+from inertia_estimation_ros.core.planning.planner import TrayPlanner
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
 from inertia_estimation_ros.msg import ExternalWrench, GraspFrame, GraspState, PayloadEstimate
 from inertia_estimation_ros.ros.aerial_messages import to_human_wrench
@@ -40,8 +41,11 @@ from inertia_estimation_ros.ros.external_wrench_output import (
 )
 from inertia_estimation_ros.ros.follow_commands import PARAMETERS as FOLLOW_PARAMETERS
 from inertia_estimation_ros.ros.follow_commands import FollowCommands
+from inertia_estimation_ros.ros.interface import RELIABLE_QOS, SENSOR_QOS
+from inertia_estimation_ros.ros.nodes.planner_node import EXECUTOR as PLANNER_EXECUTOR
 from inertia_estimation_ros.ros.nodes.planner_node import PlannerNode
 from inertia_estimation_ros.ros.parameters import declare
+from inertia_estimation_ros.ros.runtime import EXECUTORS
 from inertia_estimation_ros.ros.spin import spin_until
 from inertia_estimation_ros.sim import analytic as an
 
@@ -342,10 +346,13 @@ def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(r
     mode = planner.admittance
 
     def call(name: str) -> Trigger.Response:
-        service = {"admittance": mode._on_start, "hold": mode._on_stop}.get(
-            name, mode._on_balancing
-        )
-        return service(Trigger.Request(), Trigger.Response())
+        if name != "balancing":
+            service = {"admittance": mode._on_start, "hold": mode._on_stop}[name]
+            return service(Trigger.Request(), Trigger.Response())
+        # a coroutine: the plan runs on the planner's thread while the executor ticks
+        task = executor.create_task(mode._on_balancing, Trigger.Request(), Trigger.Response())
+        assert spin_until(executor, lambda: (feed(), task.done())[1], 120.0)
+        return task.result()
 
     pose = GraspState(robot_id="robot_1", home_frame_id="world", has_pose=True)
     pose.header.frame_id, pose.pose = "robot_1/grasp", to_pose(sp.transform(np.eye(3), [0, 0, 1]))
@@ -385,9 +392,11 @@ def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(r
         assert answer.success, answer.message
         at = run(40)  # the admittance's reference decelerates to rest, then the plan's
         assert mode.modes.mode == "balancing"
+        # it moves (the plan starts smoothly: its speed stays below 1 mm/s for 0.2-0.5 s)
+        moving = lambda: np.linalg.norm([t.twist.linear.x for t in twists[-5:]]) > 1e-3  # noqa: E731
+        assert spin_until(executor, lambda: (feed(), moving())[1], 30.0)
         for k in range(at, min(len(poses), len(twists)) - 1):
             assert_bumpless(k)
-        assert np.linalg.norm([t.twist.linear.x for t in twists[-5:]]) > 1e-3  # it moves
         planner._on_estimate(estimate)  # the coordinator's next one (planning took seconds)
         assert call("admittance").success
         at = run(10)
@@ -402,39 +411,55 @@ def test_the_planner_mode_services_switch_bumplessly_and_refuse_with_the_cause(r
         planner.destroy_node()
 
 
-@pytest.mark.timeout(180)
-def test_balancing_from_a_moving_admittance_switches_on_a_multi_threaded_executor(
-    ros_context,
+@pytest.mark.timeout(240)
+def test_the_reference_keeps_its_rate_and_rests_while_a_balancing_plan_is_computed(
+    ros_context, monkeypatch
 ) -> None:
-    """The planner spins on rclpy's multi-threaded executor, as ``planner_node`` runs: while
-    ~/mode/balancing plans (seconds), the control ticks go on and a person pushes. The switch
-    still succeeds (the plan starts where the reference's deceleration rests, and the switch
-    waits for that tick), and the published reference moves like one tick within the limits
-    at every step (|dp| <= v_max dt, |dv| <= a_max dt at the CoM plus the lever arm)."""
-    executor = MultiThreadedExecutor(context=ros_context)
+    """The planner spins on its executable's executor (one thread) while a person pushes in
+    admittance; ~/mode/balancing is called over DDS and the plan is held before its SQP
+    starts until 2 s worth of references (100 at 50 Hz) came out meanwhile, the last ones
+    at rest: the executor thread never waits for the plan, and the reference decelerates to
+    rest while the planner works. Released, the plan is certified, the switch happens, and
+    the published reference moves like one tick within the limits at every step (|dp| <=
+    v_max dt, |dv| <= a_max dt at the CoM plus the lever arm)."""
+    released = threading.Event()
+    plan = TrayPlanner.plan
+
+    def held(self, *args, **kwargs):  # the plan waits for the test before its SQP
+        assert released.wait(120.0), "the test never released the plan"
+        return plan(self, *args, **kwargs)
+
+    monkeypatch.setattr(TrayPlanner, "plan", held)
+    executor = EXECUTORS[PLANNER_EXECUTOR](context=ros_context)
     planner, listener, poses, twists = _balancing_planner(ros_context, executor)
+    client = listener.create_client(Trigger, "/planner_node/mode/balancing")
     mode = planner.admittance
     pose = GraspState(robot_id="robot_1", home_frame_id="world", has_pose=True)
     pose.header.frame_id, pose.pose = "robot_1/grasp", to_pose(sp.transform(np.eye(3), [0, 0, 1]))
-    feeding = threading.Event()
+    stopping = threading.Event()
+    # over DDS: every reference the planner publishes comes from its executor's thread
+    wrenches = listener.create_publisher(ExternalWrench, "/external_wrench", RELIABLE_QOS)
+    grasps = listener.create_publisher(GraspState, "/reference_grasp_state", SENSOR_QOS)
 
     def feed() -> None:  # the robots and the coordinator: a 10 N push along x
-        while not feeding.wait(0.01):
+        while not stopping.wait(0.01):
             now = to_time(planner.get_clock().now().nanoseconds * 1e-9)
             pose.header.stamp = now
             push = ExternalWrench(wrench=to_wrench(np.array([0, 0, 0, 10.0, 0, 0])))
             push.header.stamp = now
-            with mode._lock:
-                mode._on_pose(pose)
-                mode._on_wrench(push)
+            grasps.publish(pose)
+            wrenches.publish(push)
 
-    feeder = threading.Thread(target=feed, daemon=True)
-    spinner = threading.Thread(target=executor.spin, daemon=True)
-    feeder.start()
-    spinner.start()
+    def spin() -> None:
+        while not stopping.is_set():
+            executor.spin_once(timeout_sec=0.05)
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (feed, spin)]
+    for thread in threads:
+        thread.start()
 
     def wait_for(condition, what: str) -> None:
-        deadline = time.monotonic() + 60.0
+        deadline = time.monotonic() + 120.0
         while not condition():
             assert time.monotonic() < deadline, f"timed out waiting for {what}"
             time.sleep(0.02)
@@ -450,22 +475,36 @@ def test_balancing_from_a_moving_admittance_switches_on_a_multi_threaded_executo
             ok, message = mode.modes.admittance()
         assert ok, message
         wait_for(lambda: len(twists) > 20 and twists[-1].twist.linear.x > 0.05, "the push")
-        answer = mode._on_balancing(Trigger.Request(), Trigger.Response())  # ticks go on
-        assert answer.success, answer.message
+        wait_for(client.service_is_ready, "the ~/mode/balancing service")
+        answer = client.call_async(Trigger.Request())
+        wait_for(lambda: planner.planning.busy, "the plan to start")
+        called = len(poses)
+        wait_for(lambda: len(poses) >= called + 2 * RATE, "2 s of references while planning")
+        wait_for(lambda: np.allclose(_twist(twists[-1]), 0.0), "the reference at rest")
+        assert planner.planning.busy and not answer.done()  # the plan is still held
+        released.set()
+        wait_for(answer.done, "the plan")
+        assert answer.result().success, answer.result().message
         wait_for(lambda: mode.modes.mode == "balancing", "the switch to balancing")
         count = len(twists)
         wait_for(lambda: len(twists) > count + 20, "the balancing reference")
     finally:
-        feeding.set()
+        released.set()
+        stopping.set()
+        for thread in threads:
+            thread.join(5.0)
         executor.shutdown()
-        feeder.join(5.0)
-        spinner.join(5.0)
         listener.destroy_node()
         planner.destroy_node()
     stamps = [m.header.stamp.sec + 1e-9 * m.header.stamp.nanosec for m in poses]
     assert stamps == sorted(stamps)
     for k in range(1, min(len(poses), len(twists))):
         _assert_one_tick(poses, twists, k)
+
+
+def _twist(msg: TwistStamped) -> np.ndarray:
+    t = msg.twist
+    return np.array([t.angular.x, t.angular.y, t.angular.z, t.linear.x, t.linear.y, t.linear.z])
 
 
 @pytest.mark.timeout(120)

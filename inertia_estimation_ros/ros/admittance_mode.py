@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, TwistStamped
@@ -182,7 +182,8 @@ class AdmittanceMode:
         self,
         node: Node,
         params: object,
-        plan_balancing: Callable[[PlanningStart], tuple[TrayPlan | None, bool, str]] | None = None,
+        plan_balancing: Callable[[PlanningStart], Awaitable[tuple[TrayPlan | None, bool, str]]]
+        | None = None,
         T_e_s: np.ndarray | None = None,
     ) -> None:
         self.node, self.p = node, params
@@ -212,9 +213,10 @@ class AdmittanceMode:
         self.frames = ("", "")  # (home frame = world, grasp frame {s}) from the pose messages
         self._pose = node.create_publisher(PoseStamped, "~/reference/pose", RELIABLE_QOS)
         self._twist = node.create_publisher(TwistStamped, "~/reference/twist", RELIABLE_QOS)
-        # One lock instead of a mutually exclusive group: on rclpy's multi-threaded executor a
-        # ready callback of a busy exclusive group makes the executor spin, holding the GIL,
-        # until the running one ends (100 Hz of wrenches, poses and ticks here).
+        # One lock (for `--executor multi`; by default the node spins on one thread) instead
+        # of a mutually exclusive group: on rclpy's multi-threaded executor a ready callback
+        # of a busy exclusive group makes the executor spin, holding the GIL, until the
+        # running one ends (100 Hz of wrenches, poses and ticks here).
         self._lock = threading.Lock()
         group = ReentrantCallbackGroup()
         subscribe = functools.partial(node.create_subscription, callback_group=group)
@@ -234,9 +236,7 @@ class AdmittanceMode:
         serve(Trigger, "~/mode/hold", self._locked(self._on_stop))
         self._estimate_arrival: float | None = None
         self._last_tick: float | None = None  # ROS time of the last reference
-        self._timer = node.create_timer(
-            self._period, self._locked(self._tick), callback_group=group
-        )
+        self._timer = node.create_timer(self._period, self._on_timer, callback_group=group)
 
     def _locked(self, callback: Callable) -> Callable:
         """``callback`` holding the mode's lock (the callbacks share the supervisor)."""
@@ -247,6 +247,12 @@ class AdmittanceMode:
                 return callback(*args)
 
         return run
+
+    def _on_timer(self) -> None:
+        """The control timer's tick (no argument: rclpy's events executor passes a timer
+        callback that takes one its ``TimerInfo``)."""
+        with self._lock:
+            self._tick()
 
     def _now(self) -> float:
         return self.node.get_clock().now().nanoseconds * 1e-9
@@ -299,17 +305,18 @@ class AdmittanceMode:
         self._log_events()
         return response
 
-    def _on_balancing(
+    async def _on_balancing(
         self, request: Trigger.Request, response: Trigger.Response
     ) -> Trigger.Response:
-        """Plan from the reference's state (without the lock: the reference runs on), then
-        switch if the plan is certified and the reference has not moved away from its start."""
+        """Plan from the reference's state (awaiting the node's planning thread: the
+        reference runs on and decelerates to rest meanwhile), then switch if the plan is
+        certified and the reference has not moved away from its start."""
         with self._lock:
             start = self.modes.planning_start()
         if isinstance(start, PlanningStart) and self._plan_balancing is None:
             start = (False, "balancing refused: this node has no balancing planner")
         if isinstance(start, PlanningStart):
-            plan, certified, why = self._plan_balancing(start)
+            plan, certified, why = await self._plan_balancing(start)
             with self._lock:
                 start = self.modes.start_balancing(plan, start, certified, why)
         response.success, response.message = start

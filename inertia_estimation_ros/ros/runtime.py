@@ -1,5 +1,6 @@
-"""Running nodes: the executables' ``main``, a group of nodes on one multi-threaded executor
-with a clean shutdown, wall-clock timers, and diagnostics messages.
+"""Running nodes: the executables' ``main``, a group of nodes on one executor with a clean
+shutdown, calls that take seconds off the executor thread, wall-clock timers, and diagnostics
+messages.
 
 Shutdown order (``NodeGroup.stop``): the spinning thread is joined and the executor shut down
 (its callbacks under way finish) before the nodes are destroyed and the context is shut down;
@@ -10,6 +11,7 @@ a node destroyed while a thread still spins it can hang or fail
 from __future__ import annotations
 
 import argparse
+import queue
 import signal
 import sys
 import threading
@@ -25,6 +27,7 @@ from rclpy.executors import Executor, MultiThreadedExecutor, SingleThreadedExecu
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from rclpy.task import Future
 from rclpy.timer import Timer
 from rclpy.utilities import remove_ros_args
 
@@ -58,6 +61,61 @@ def diagnostics(node: Node, level: str, message: str, values: dict[str, object])
     array = DiagnosticArray(status=[status])
     array.header.stamp = node.get_clock().now().to_msg()
     return array
+
+
+class BackgroundCalls:
+    """Calls that take seconds (a balancing plan's SQP and SDPs) on a thread of their own, one
+    after the other in the order submitted, so that the node's executor thread never waits for
+    them: ``submit`` returns an rclpy ``Future`` that a coroutine callback awaits (the
+    node's executor, woken when the call is done, resumes it), or that nobody awaits. A call
+    that raises is logged with its traceback and its future holds the exception. Awaiting
+    costs nothing on rclpy's single-threaded executor (measured: 0.04 CPU s over a 3-s
+    wait); rclpy's events executor polls an awaiting coroutine (0.7-2.2 CPU s over it)."""
+
+    def __init__(self, node: Node, name: str):
+        self._node = node
+        self._calls: queue.Queue = queue.Queue()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, function: Callable[..., object], *args: object) -> Future:
+        """``function(*args)`` on the thread, after the calls submitted before it."""
+        result = Future()
+        self._calls.put((function, args, result))
+        return result
+
+    @property
+    def busy(self) -> bool:
+        """A call is running or waiting."""
+        return self._calls.unfinished_tasks > 0
+
+    def _run(self) -> None:
+        while (call := self._calls.get()) is not None:
+            function, args, result = call
+            try:
+                result.set_result(function(*args))
+            except Exception as error:
+                failure = traceback.format_exc()
+                self._node.get_logger().error(f"{function.__name__} failed:\n{failure}")
+                result.set_exception(error)
+            finally:
+                self._calls.task_done()
+            executor = self._node.executor
+            if executor is not None and not self._stopped.is_set():  # the awaiting callback
+                executor.wake()
+
+    def stop(self, timeout: float = SHUTDOWN_TIMEOUT) -> None:
+        """No call after the one under way; wait for it at most ``timeout`` seconds."""
+        self._stopped.set()
+        while True:
+            try:
+                self._calls.get_nowait()
+                self._calls.task_done()
+            except queue.Empty:
+                break
+        self._calls.put(None)
+        self._thread.join(timeout)
 
 
 # rclpy executors a group of nodes can run on. Both deliver every sample of the sim_test.yaml

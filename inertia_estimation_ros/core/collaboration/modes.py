@@ -5,8 +5,8 @@ at every switch the reference T_w_s and body twist V_s of {s} continue without a
 
 * -> ``hold``: the reference decelerates within the acceleration limits from its current
   pose and velocity to rest, and holds.
-* -> ``balancing``: planning takes seconds while the control ticks run on (a multi-threaded
-  executor), so the plan starts from the reference's predicted state: ``planning_start``
+* -> ``balancing``: planning takes seconds while the control ticks run on (the plan on a
+  thread), so the plan starts from the reference's predicted state: ``planning_start``
   turns a moving reference to ``hold`` (it decelerates within the limits, deterministically)
   and gives the OCP's initial state (tray pose q and rates [dq, ddq]) where that deceleration
   comes to rest. ``start_balancing`` takes the certified plan; if the reference is still

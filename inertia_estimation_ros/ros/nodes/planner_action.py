@@ -7,7 +7,9 @@ whether a certified trajectory was published and, if not, why. A cancel request 
 planner at the next iteration (the goal ends canceled, nothing is published); one that
 arrives after the last iteration changes nothing unless the SDP refuses the plan and a
 re-plan round (``replan_rounds``) starts. The ``~/plan`` Trigger service stays
-for callers without action clients (it plans to the last goal and blocks until done).
+for callers without action clients (it plans to the last goal and answers when done). The
+plan runs on the node's planning thread; the execute callback, a coroutine, awaits it without
+holding the executor, and the feedback is published from the planning thread.
 """
 
 from __future__ import annotations
@@ -37,13 +39,13 @@ class PlanCanceledError(PlanningError):
 def add_plan_action(node: PlannerNode) -> ActionServer:
     """Serve ``~/plan_balancing`` on ``node`` (see the module docstring)."""
 
-    def execute(handle: ServerGoalHandle) -> PlanBalancing.Result:
+    async def execute(handle: ServerGoalHandle) -> PlanBalancing.Result:
         frame = handle.request.goal.header.frame_id
         if frame and frame != node.p.frame_id:
             handle.abort()
             return _result(False, f"goal in frame '{frame}', expected '{node.p.frame_id}'")
         p = handle.request.goal.point
-        node.goal = np.array([p.x, p.y, p.z])
+        node.goal = goal = np.array([p.x, p.y, p.z])
 
         stopped = []
 
@@ -55,8 +57,11 @@ def add_plan_action(node: PlannerNode) -> ActionServer:
             if it.index == it.of:
                 handle.publish_feedback(_feedback("verifying", it))
 
-        certified, message = node.plan("~/plan_balancing goal", on_iteration=feedback)
-        outcome = node.last_outcome
+        def plan() -> tuple[bool, str, object]:  # on the planning thread
+            certified, message = node.plan("~/plan_balancing goal", goal, on_iteration=feedback)
+            return certified, message, node.last_outcome
+
+        certified, message, outcome = await node.planning.submit(plan)
         if stopped:  # a cancel that arrives after planning changes nothing
             handle.canceled()
         elif certified:

@@ -7,19 +7,25 @@ the paper's full-height box while the CoM is not valid, if allowed), a goal pose
 against every realizable inertia (Eq. 13), and only a certified plan is published.
 Every refusal (no or unusable estimate, empty polytope, unreachable goal, infeasible QP,
 uncertified plan) is a diagnostic and the service's message, never a trajectory.
+
+Plans (seconds of SQP and SDPs) run one after the other on a thread of their own
+(``runtime.BackgroundCalls``): the executor thread only starts them (a goal, a moved CoM) or
+awaits them in coroutine callbacks (``~/plan``, the ``~/plan_balancing`` action,
+``~/mode/balancing``), so the admittance's reference keeps its rate while a plan is computed
+and the node spins on rclpy's single-threaded executor (issue 14's latency: the
+multi-threaded one costs 10-100x at p99, ``bench/echo_chain.py --table``).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-import threading
 from collections.abc import Callable
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point, PoseStamped, Transform, Twist, Vector3
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import ColorRGBA, String
 from std_srvs.srv import Trigger
@@ -48,9 +54,13 @@ from .. import admittance_mode
 from ..conversions import pose_matrix, to_quaternion, to_vector3
 from ..interface import LATCHED_QOS, RELIABLE_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare
-from ..runtime import diagnostics, run_executable
+from ..runtime import BackgroundCalls, diagnostics, run_executable
 from .planner_action import ACTION_NAME, ACTION_TYPE, add_plan_action
 from .planner_robot import JOINT_TOPIC, first_start, joint_trajectory, next_start, tray_positions
+
+# The executor planner_node spins on: one thread (plans run on their own). Not rclpy's events
+# executor: it polls a coroutine that awaits a plan (up to most of a core while planning).
+EXECUTOR = "single"
 
 INTERFACE = NodeInterface(
     executable="planner_node",
@@ -201,7 +211,8 @@ class PlannerNode(Node):
         self.planned_com: np.ndarray | None = None
         self.goal: np.ndarray | None = None
         self.start = first_start(self.p.robot, self.p.start_pose)
-        self._lock = threading.Lock()
+        self.planning = BackgroundCalls(self, "planner")  # plans, in the order asked
+        self._replan_queued = False
         self._trajectory = self.create_publisher(
             MultiDOFJointTrajectory, "~/trajectory", LATCHED_QOS
         )
@@ -209,7 +220,7 @@ class PlannerNode(Node):
         self._verification = self.create_publisher(String, "~/verification", LATCHED_QOS)
         self._markers = self.create_publisher(MarkerArray, "~/markers", LATCHED_QOS)
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
-        group = MutuallyExclusiveCallbackGroup()
+        group = ReentrantCallbackGroup()  # a callback awaiting a plan holds no other
         self.create_subscription(
             PayloadEstimate,
             "payload_estimate",
@@ -242,13 +253,25 @@ class PlannerNode(Node):
             self.estimate, self.estimate_error = None, f"unusable PayloadEstimate: {error}"
             self._report("ERROR", self.estimate_error, {})
             return
-        moved = (
+        if self._com_moved() and self.goal is not None and not self._replan_queued:
+            self._replan_queued = True  # one re-plan waits at most, with the newest estimate
+            self.planning.submit(self._replan)
+
+    def _com_moved(self) -> bool:
+        """The valid estimated CoM moved by more than ``replan_com_change`` since the plan."""
+        estimate = self.estimate
+        return (
             self.planned_com is not None
-            and self.estimate.valid
-            and np.linalg.norm(self.estimate.p_e_c - self.planned_com) > self.p.replan_com_change
+            and estimate is not None
+            and estimate.valid
+            and np.linalg.norm(estimate.p_e_c - self.planned_com) > self.p.replan_com_change
         )
-        if moved and self.goal is not None:
-            self.plan("the estimated CoM moved")
+
+    def _replan(self) -> None:
+        """On the planning thread: re-plan if the CoM still moved (a plan since may not)."""
+        self._replan_queued = False
+        if self._com_moved():
+            self.plan("the estimated CoM moved", self.goal)
 
     def _on_goal(self, msg: PoseStamped) -> None:
         if msg.header.frame_id and msg.header.frame_id != self.p.frame_id:
@@ -256,13 +279,16 @@ class PlannerNode(Node):
                          f"'{self.p.frame_id}': transform it first", {})  # fmt: skip
             return
         self.goal = pose_matrix(msg.pose)[:3, 3]
-        self.plan("new goal")
+        self.planning.submit(self.plan, "new goal", self.goal)
 
-    def _on_plan(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+    async def _on_plan(
+        self, request: Trigger.Request, response: Trigger.Response
+    ) -> Trigger.Response:
         if self.goal is None:
             response.success, response.message = False, "no goal yet: publish one on ~/goal"
             return response
-        response.success, response.message = self.plan("~/plan called")
+        answer = await self.planning.submit(self.plan, "~/plan called", self.goal)
+        response.success, response.message = answer
         return response
 
     # ----- planning ----------------------------------------------------------------------
@@ -280,65 +306,71 @@ class PlannerNode(Node):
         informed, _ = informed_com_box(self.object, self.estimate, self.p.k_sigma)
         return informed, f"informed ({self.p.k_sigma:g} sigma)"
 
-    def plan_balancing(self, start: PlanningStart) -> tuple[TrayPlan | None, bool, str]:
+    async def plan_balancing(self, start: PlanningStart) -> tuple[TrayPlan | None, bool, str]:
         """The balancing mode's plan from the reference's state ``start`` to the last goal:
-        (plan, certified?, message)."""
+        (plan, certified?, message), computed on the planning thread."""
         if self.p.robot != "tray" or self.goal is None:
             why = "robot is not tray" if self.goal is not None else "no goal yet: publish ~/goal"
             return None, False, why
-        certified, message = self.plan("balancing mode", start=start)
+        return await self.planning.submit(self._balancing_plan, start, self.goal)
+
+    def _balancing_plan(
+        self, start: PlanningStart, goal: np.ndarray
+    ) -> tuple[TrayPlan | None, bool, str]:
+        certified, message = self.plan("balancing mode", goal, start=start)
         return (self.last_outcome.plan if self.last_outcome else None), certified, message
 
     def plan(
         self,
         reason: str,
+        goal: np.ndarray,
         on_iteration: Callable[[Iteration], None] | None = None,
         start: PlanningStart | None = None,
     ) -> tuple[bool, str]:
-        """Plan, verify and publish; (certified?, message). ``on_iteration`` sees each SQP
+        """Plan to ``goal``, verify and publish; (certified?, message). On the planning
+        thread (``self.planning``: one plan at a time). ``on_iteration`` sees each SQP
         iteration and may raise ``PlanningError`` to stop; ``start``: plan from this moving
         state instead of the last goal at rest."""
-        with self._lock:
-            self.last_outcome = None
-            try:
-                obj, source = self._object()
-                settings = PlannerSettings(duration=self.p.duration)
-                outcome = plan_and_verify(
-                    [obj], self.p.method, settings,
-                    self.start if start is None else start.q, self.goal, self.p.max_solves,
-                    robot=self.p.robot, on_iteration=on_iteration,
-                    replan_rounds=self.p.replan_rounds,
-                    start_rates=None if start is None else start.rates,
-                )  # fmt: skip
-                self.last_outcome = outcome
-            except (PolytopeError, PlanningError) as error:
-                return self._refuse(str(error))
-            except ConsistencyError as error:
-                return self._refuse(f"the verification SDP could not be solved: {error}")
-            values = {
-                "reason": reason,
-                "polytope": f"{source}: [{np.round(obj.com_lo, 3)}, {np.round(obj.com_hi, 3)}]",
-                "planning_time_ms": f"{1e3 * outcome.plan.solve_time:.0f}",
-                "worst_case": f"{outcome.worst[1].max_violation:+.3f}",
-            }
-            self._publish_verification(outcome, source)
-            self._publish_markers(obj, outcome)
-            if not outcome.certified:
-                return self._refuse(
-                    f"plan not certified (worst case {outcome.worst[1].max_violation:+.3f} at "
-                    f"t = {outcome.worst[1].time:.2f} s, after {len(outcome.rounds)} "
-                    "round(s) of re-planning): lengthen `duration`"
-                )
-            if outcome.plan.robot == "tray":
-                self._trajectory.publish(self._trajectory_message(outcome))
-            else:
-                stamp = self.get_clock().now().to_msg()
-                self._joints.publish(joint_trajectory(outcome.plan, self.p.frame_id, stamp))
-            self.start = next_start(outcome.plan, self.goal)
-            self.planned_com = None if self.estimate is None else self.estimate.p_e_c
-            message = "certified plan published: " + outcome.summary().replace("\n", "; ")
-            self._report("OK", "certified plan published", values)
-            return True, message
+        self.last_outcome = None
+        try:
+            obj, source = self._object()
+            settings = PlannerSettings(duration=self.p.duration)
+            outcome = plan_and_verify(
+                [obj], self.p.method, settings,
+                self.start if start is None else start.q, goal, self.p.max_solves,
+                robot=self.p.robot, on_iteration=on_iteration,
+                replan_rounds=self.p.replan_rounds,
+                start_rates=None if start is None else start.rates,
+            )  # fmt: skip
+            self.last_outcome = outcome
+        except (PolytopeError, PlanningError) as error:
+            return self._refuse(str(error))
+        except ConsistencyError as error:
+            return self._refuse(f"the verification SDP could not be solved: {error}")
+        values = {
+            "reason": reason,
+            "polytope": f"{source}: [{np.round(obj.com_lo, 3)}, {np.round(obj.com_hi, 3)}]",
+            "planning_time_ms": f"{1e3 * outcome.plan.solve_time:.0f}",
+            "worst_case": f"{outcome.worst[1].max_violation:+.3f}",
+        }
+        self._publish_verification(outcome, source)
+        self._publish_markers(obj, outcome)
+        if not outcome.certified:
+            return self._refuse(
+                f"plan not certified (worst case {outcome.worst[1].max_violation:+.3f} at "
+                f"t = {outcome.worst[1].time:.2f} s, after {len(outcome.rounds)} "
+                "round(s) of re-planning): lengthen `duration`"
+            )
+        if outcome.plan.robot == "tray":
+            self._trajectory.publish(self._trajectory_message(outcome))
+        else:
+            stamp = self.get_clock().now().to_msg()
+            self._joints.publish(joint_trajectory(outcome.plan, self.p.frame_id, stamp))
+        self.start = next_start(outcome.plan, goal)
+        self.planned_com = None if self.estimate is None else self.estimate.p_e_c
+        message = "certified plan published: " + outcome.summary().replace("\n", "; ")
+        self._report("OK", "certified plan published", values)
+        return True, message
 
     def _refuse(self, message: str) -> tuple[bool, str]:
         self.get_logger().error(f"plan refused: {message}")
@@ -429,13 +461,17 @@ class PlannerNode(Node):
         centre = points.mean(axis=0)
         return np.argsort(np.arctan2(points[:, 1] - centre[1], points[:, 0] - centre[0]))
 
+    def destroy_node(self) -> None:
+        self.planning.stop()
+        super().destroy_node()
+
 
 def _point(p: np.ndarray) -> Point:
     return Point(x=float(p[0]), y=float(p[1]), z=float(p[2]))
 
 
 def main() -> int:
-    return run_executable("planner_node")
+    return run_executable("planner_node", executor=EXECUTOR)
 
 
 if __name__ == "__main__":

@@ -97,7 +97,8 @@ def introspect(
         )
 
     try:
-        spin_until(executor, lambda: all(topics(d) == set(expected[d]) for d in expected), 10.0)
+        # graph discovery, even within one process, can take seconds on a loaded machine
+        spin_until(executor, lambda: all(topics(d) == set(expected[d]) for d in expected), 30.0)
         found = {}
         for direction, (_, info) in queries.items():
             found[direction] = {}

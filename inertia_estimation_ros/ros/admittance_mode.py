@@ -48,7 +48,7 @@ from .conversions import (
     to_time,
     to_twist,
 )
-from .interface import RELIABLE_QOS, SENSOR_QOS, Service, Topic
+from .interface import NEWEST_QOS, RELIABLE_QOS, Service, Topic
 from .parameters import Param
 
 PUBLISHES = [
@@ -225,9 +225,9 @@ class AdmittanceMode:
         subscribe(ExternalWrench, wrench_topic, self._locked(self._on_wrench), RELIABLE_QOS)
         if p.admittance_pose_topic:  # aerial teams: the payload's mocap pose
             pose = self._locked(self._on_pose_stamped)
-            subscribe(PoseStamped, p.admittance_pose_topic, pose, SENSOR_QOS)
+            subscribe(PoseStamped, p.admittance_pose_topic, pose, NEWEST_QOS)
         else:
-            subscribe(GraspState, "reference_grasp_state", self._locked(self._on_pose), SENSOR_QOS)
+            subscribe(GraspState, "reference_grasp_state", self._locked(self._on_pose), NEWEST_QOS)
         serve(Trigger, "~/admittance/start", self._locked(self._on_start))
         serve(Trigger, "~/admittance/stop", self._locked(self._on_stop))
         serve(SetBool, "~/enable", self._locked(self._on_enable))

@@ -23,7 +23,7 @@ tensions biased, docs/aerial-teams.md). With ``identification: off`` it publishe
 description's payload instead, declared valid with a weak prior's covariance (the model a
 planner's admittance then uses).
 
-Inputs are kept in queues of ``INPUT_QOS``, five samples deep (REP-2003's sensor-data depth),
+Inputs are kept in queues of ``NEWEST_QOS``, five samples deep (REP-2003's sensor-data depth),
 not the 50 of ``SENSOR_QOS``: the wrench is stamped with the newest input, and a callback
 takes one message per queue and executor turn, so when the executor is saturated (the
 one-process graph of ``bringup config/sim_aerial_collaborate.yaml``: sim_node, this node and
@@ -42,7 +42,6 @@ import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_srvs.srv import SetBool
 
@@ -59,17 +58,11 @@ from ...msg import CableTensions, ExternalWrench, PayloadEstimate
 from ..aerial_messages import onboard_cables, robot_statuses, to_cable_tensions, to_human_wrench
 from ..conversions import pose_matrix, seconds, to_payload_estimate, vector3
 from ..graph import data_file
-from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Service, Topic
+from ..interface import LATCHED_QOS, NEWEST_QOS, RELIABLE_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare, unknown_parameters
 from ..runtime import run_executable
 
 _DEFAULTS = AerialEstimatorSettings()
-# best effort like SENSOR_QOS (the interface's "sensor"), the newest few samples only
-INPUT_QOS = QoSProfile(
-    depth=qos_profile_sensor_data.depth,
-    reliability=SENSOR_QOS.reliability,
-    durability=SENSOR_QOS.durability,
-)
 TENSION_SOURCES = ("coordinator", "onboard")
 IDENTIFICATION = ("no_contact", "on_request", "off")
 
@@ -382,14 +375,14 @@ class AerialCoordinatorNode(Node):
 
     def _subscribe(self, p) -> None:  # noqa: ANN001
         est = self.estimator
-        self.create_subscription(PoseStamped, p.payload_pose_topic, self._payload_pose, INPUT_QOS)
+        self.create_subscription(PoseStamped, p.payload_pose_topic, self._payload_pose, NEWEST_QOS)
         self.create_subscription(
-            TwistStamped, p.payload_twist_topic, self._payload_twist, INPUT_QOS
+            TwistStamped, p.payload_twist_topic, self._payload_twist, NEWEST_QOS
         )
         for rid in p.robots:
             if p.tension_source == "onboard":
                 self.create_subscription(
-                    CableTensions, f"{rid}/cable_tension", self._onboard, INPUT_QOS
+                    CableTensions, f"{rid}/cable_tension", self._onboard, NEWEST_QOS
                 )
                 continue
 
@@ -405,11 +398,11 @@ class AerialCoordinatorNode(Node):
                 est.rotor_speeds(rid, self._stamp(msg), np.asarray(msg.velocity, dtype=float))
 
             topic = p.robot_pose_topic.replace("{robot}", rid)
-            self.create_subscription(PoseStamped, topic, pose, INPUT_QOS)
+            self.create_subscription(PoseStamped, topic, pose, NEWEST_QOS)
             topic = p.robot_twist_topic.replace("{robot}", rid)
-            self.create_subscription(TwistStamped, topic, twist, INPUT_QOS)
+            self.create_subscription(TwistStamped, topic, twist, NEWEST_QOS)
             topic = p.rotor_speeds_topic.replace("{robot}", rid)
-            self.create_subscription(JointState, topic, rotors, INPUT_QOS)
+            self.create_subscription(JointState, topic, rotors, NEWEST_QOS)
 
     def _stamp(self, msg: PoseStamped | TwistStamped | JointState | CableTensions) -> float:
         t = seconds(msg.header.stamp)

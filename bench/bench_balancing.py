@@ -3,7 +3,9 @@
 
 1. Table I side by side: the worst-case violation (Eq. 13, mu = 0.2) of the Center, Top and
    Robust plans at 30/40/50/60 cm, maximum over the three goals (paper: Ridgeback + UR10,
-   T = 10 s; ours: the free-flying tray, T = ``--duration``; only signs and trends compare).
+   T = 10 s; ours: the free-flying tray, T = ``--duration``; only signs and trends compare),
+   and of the estimator-informed robust plan (the CoM polytope at 3 sigma of an estimate of
+   the true CoM, verified on that polytope; no re-plan rounds, as the other columns).
 2. Planning and verification times per method, in one run.
 3. Success in MuJoCo over the paper's 15 CoM positions x inertias x 3 goals, per method,
    and the largest box displacement (paper: Robust 100 %, at most 2.6 cm).
@@ -12,6 +14,7 @@
 
 Run: .venv/bin/python bench/bench_balancing.py [--full] [--robot ridgeback_ur10 --duration 10]
 [--times N: only the planning times, N rounds] [--informed: only section 4]
+[--table-only: only sections 1-2]
 (default: heights 30 and 60 cm and inertia scale 1 in the MuJoCo sweep; --full: the
 paper's 4 heights x 3 inertia scales = 135 runs per height and method).
 """
@@ -50,6 +53,7 @@ from inertia_estimation_ros.sim.tray_balancing import point_mass_inertia, replay
 START = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
 GOALS = [np.array([-2.0, 1.0, 0.0]), np.array([2.0, 0.0, -0.25]), np.array([0.0, -2.0, 0.25])]
 METHODS = ("center", "top", "robust")
+COLUMNS = (*METHODS, "informed")  # Table I: "informed" is robust on the estimator's polytope
 TABLE_I = {  # paper 004, Table I: Center, Top, Robust
     30: (2.31, 3.71, -1.17),
     40: (4.79, 6.95, -0.99),
@@ -57,6 +61,15 @@ TABLE_I = {  # paper 004, Table I: Center, Top, Robust
     60: (11.62, 14.43, -0.59),
 }
 VERIFY_PERIOD = 0.01  # [s] between verified instants (the paper's)
+TRUE_OFFSET = np.array([0.03, -0.03, -0.1])  # [m] the box's true CoM from its centroid
+
+
+def informed_object(base: BalancedObject) -> BalancedObject:
+    """``base`` with the CoM polytope of an estimate 4 mm (per axis) off its true CoM
+    (centroid + ``TRUE_OFFSET``), sigma 1 cm per axis, at 3 sigma."""
+    true_com = np.array([0.0, 0.0, base.height / 2]) + TRUE_OFFSET
+    estimate = ComEstimate(true_com + 0.004, np.diag([1e-4] * 3), True)
+    return informed_com_box(base, estimate, k_sigma=3.0)[0]
 
 
 def com_offsets(h: float) -> list[np.ndarray]:
@@ -90,13 +103,22 @@ def start_and_origin() -> tuple[np.ndarray, np.ndarray]:
     return HOME, model.positions(HOME)[0][0]
 
 
-def plan_all(obj: BalancedObject, settings: PlannerSettings) -> dict:
+def column_objects(obj: BalancedObject) -> dict[str, BalancedObject]:
+    """The object each Table I column plans and verifies for."""
+    return {**{m: obj for m in METHODS}, "informed": informed_object(obj)}
+
+
+def plan_all(
+    obj: BalancedObject, settings: PlannerSettings, columns: tuple[str, ...] = METHODS
+) -> dict:
     plans = {}
     start, origin = start_and_origin()
     model = robot_model(MODEL["robot"], settings)
-    for method in METHODS:
-        planner = TrayPlanner([obj], method, settings, model)
-        plans[method] = [planner.plan(start, origin + goal) for goal in GOALS]
+    objects = column_objects(obj)
+    for column in columns:
+        method = "robust" if column == "informed" else column
+        planner = TrayPlanner([objects[column]], method, settings, model)
+        plans[column] = [planner.plan(start, origin + goal) for goal in GOALS]
     return plans
 
 
@@ -112,18 +134,25 @@ def table_i(heights: list[int], settings: PlannerSettings, max_solves: int) -> d
     print(
         f"\n## 1-2. Table I and times (T = {settings.duration} s, verified every {VERIFY_PERIOD} s)"
     )
-    print("| h [cm] | Center ours / paper | Top ours / paper | Robust ours / paper |")
-    print("|---|---|---|---|")
-    all_plans, timing, cpu = {}, {m: [] for m in METHODS}, {m: [] for m in METHODS}
-    verify_times = {m: [] for m in METHODS}
+    print(
+        "| h [cm] | Center ours / paper | Top ours / paper | Robust ours / paper "
+        "| Informed (3 sigma) ours |"
+    )
+    print("|---|---|---|---|---|")
+    all_plans, timing, cpu = {}, {m: [] for m in COLUMNS}, {m: [] for m in COLUMNS}
+    verify_times = {m: [] for m in COLUMNS}
     for h in heights:
         obj = BalancedObject.box((0.15, 0.15, h / 100))
-        verifier = WorstCaseVerifier(obj, obj.contacts.face_form())
-        plans = plan_all(obj, settings)
+        face_form = obj.contacts.face_form()
+        verifiers = {
+            column: WorstCaseVerifier(planned, face_form)
+            for column, planned in column_objects(obj).items()
+        }
+        plans = plan_all(obj, settings, COLUMNS)
         all_plans[h] = (obj, plans)
         cells = []
-        for k, method in enumerate(METHODS):
-            results = [verify(verifier, p, max_solves) for p in plans[method]]
+        for k, method in enumerate(COLUMNS):
+            results = [verify(verifiers[method], p, max_solves) for p in plans[method]]
             worst = max(results, key=lambda r: r[0].max_violation)[0]
             solved = max(r[0].solved_max for r in results)  # a lower bound of the maximum
             exact = all(r[0].exact for r in results)
@@ -132,14 +161,16 @@ def table_i(heights: list[int], settings: PlannerSettings, max_solves: int) -> d
                 if exact
                 else f"{solved:+.2f}..{worst.max_violation:+.2f}"
             )
-            cells.append(f"{value} / {TABLE_I[h][k]:+.2f}")
+            cells.append(f"{value} / {TABLE_I[h][k]:+.2f}" if k < len(METHODS) else value)
             timing[method] += [p.solve_time for p in plans[method]]
             cpu[method] += [p.cpu_time for p in plans[method]]
             verify_times[method] += [r[1] for r in results]
         print(f"| {h} | " + " | ".join(cells) + " |")
     print(
         "('a..b': the SDP budget ran out; the maximum lies between the largest SDP value "
-        "solved, a, and the branch-and-bound upper bound, b)"
+        "solved, a, and the branch-and-bound upper bound, b; Informed: verified on its own "
+        f"CoM polytope, an estimate of the CoM at centroid + {TRUE_OFFSET} m, 4 mm off, "
+        "sigma 1 cm, at 3 sigma)"
     )
     _, origin = start_and_origin()
     model = robot_model(MODEL["robot"], settings)
@@ -149,7 +180,7 @@ def table_i(heights: list[int], settings: PlannerSettings, max_solves: int) -> d
             for _, plans in all_plans.values()
             for p, goal in zip(plans[m], GOALS, strict=True)
         )
-        for m in METHODS
+        for m in COLUMNS
     }
     print(
         "largest distance of a plan's end from its goal [cm]: "
@@ -160,8 +191,8 @@ def table_i(heights: list[int], settings: PlannerSettings, max_solves: int) -> d
         "| verif. [s] |"
     )
     print("|---|---|---|---|---|---|")
-    paper = {"center": 110, "top": 111, "robust": 326}
-    for method in METHODS:
+    paper = {"center": 110, "top": 111, "robust": 326, "informed": "-"}
+    for method in COLUMNS:
         t = 1e3 * np.array(timing[method])
         qps = np.mean([p.qp_solves for _, plans in all_plans.values() for p in plans[method]])
         print(
@@ -204,10 +235,8 @@ def informed_vs_uninformed(max_solves: int) -> None:
     the SDP refuses, ``plan_and_verify``)."""
     print("\n## 4. Estimator-informed vs uninformed robust plans (60 cm box, goal 1)")
     size = np.array([0.15, 0.15, 0.6])
-    true_offset = np.array([0.03, -0.03, -0.1])
     base = BalancedObject.box(tuple(size))
-    estimate = ComEstimate(size * [0, 0, 0.5] + true_offset + 0.004, np.diag([1e-4] * 3), True)
-    informed, _ = informed_com_box(base, estimate, k_sigma=3.0)
+    informed = informed_object(base)
     print(
         "| CoM polytope | re-plans | shortest certified T [s] | rounds (w_s: worst case) "
         "| MuJoCo (true CoM) |"
@@ -220,7 +249,7 @@ def informed_vs_uninformed(max_solves: int) -> None:
                 print(f"| {name} | {rounds} | none up to 10 s | | |")
                 continue
             duration, outcome = found
-            run = replay(outcome.plan, size, true_offset, point_mass_inertia(size, true_offset))
+            run = replay(outcome.plan, size, TRUE_OFFSET, point_mass_inertia(size, TRUE_OFFSET))
             print(
                 f"| {name} | {rounds} | {duration:.1f} "
                 f"| {'; '.join(r.describe() for r in outcome.rounds)} "
@@ -288,6 +317,9 @@ def main() -> None:
     parser.add_argument(
         "--informed", action="store_true", help="only the informed-vs-uninformed comparison"
     )
+    parser.add_argument(
+        "--table-only", action="store_true", help="only Table I and times (sections 1-2)"
+    )
     args = parser.parse_args()
     MODEL["robot"] = args.robot
     # the goals turn the robot's arm far: after 3 SQP iterations the linearized terminal
@@ -312,6 +344,10 @@ def main() -> None:
         return
     began = time.perf_counter()
     all_plans = table_i(heights, settings, args.max_solves)
+    if args.table_only:
+        print(f"\nran: Table I and times only, heights {heights}, T = {args.duration} s, "
+              f"total {time.perf_counter() - began:.0f} s")  # fmt: skip
+        return
     sweep_heights = heights if args.full else [h for h in heights if h in (30, 60)]
     scales = [1.0, 0.5, 0.1] if args.full else [1.0]
     success_sweep(all_plans, sweep_heights, scales)

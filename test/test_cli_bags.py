@@ -82,7 +82,7 @@ def play_and_record(bag, out, rate: float, loop_passes: int = 1):
     return player
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)  # the module's simulation fixture counts on the first test
 def test_replay_and_record_give_back_the_bag(simulator_bag, tmp_path):
     player = play_and_record(simulator_bag, tmp_path / "copy", rate=5.0)
     copy = tmp_path / "copy"
@@ -99,15 +99,16 @@ def test_replay_and_record_give_back_the_bag(simulator_bag, tmp_path):
     assert np.all(np.diff(clock) > 0) and clock[-1] - clock[0] > 14.0
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)  # the module's simulation fixture counts on the first test
 def test_a_looping_replay_makes_the_clock_jump_back(simulator_bag, tmp_path):
-    player = play_and_record(simulator_bag, tmp_path / "loop", rate=15.0, loop_passes=2)
+    # 5x as above: at 15x (3000 messages/s into one recorder) a loaded machine lost some
+    player = play_and_record(simulator_bag, tmp_path / "loop", rate=5.0, loop_passes=2)
     assert player.loops >= 2
     clock = [seconds(m.message.clock) for m in read_bag(tmp_path / "loop", ["/clock"])]
     assert (np.diff(clock) < -10.0).sum() == player.loops == 2  # into passes 2 and 3
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)  # the module's simulation fixture counts on the first test
 def test_estimate_and_report_on_a_simulator_bag(simulator_bag, tmp_path, capsys):
     assert cli.main(["estimate", str(simulator_bag), "--report", str(tmp_path / "r1")]) == 0
     out = capsys.readouterr().out

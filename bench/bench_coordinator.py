@@ -9,7 +9,8 @@ one ``GraspState`` per sample); ``--batch auto`` (default) takes K = rate / 100 
 
 * CPU time per sample: the coordinator process's user + system time over the run divided by
   the samples published (every robot's; callbacks, alignment, estimator updates and the solves
-  every ``estimate_period`` included);
+  every ``estimate_period`` included); and divided by the samples accepted (the last column:
+  when DDS drops samples, a busy coordinator never pays for them);
 * latency p50 / p99 from a sample's stamp to the estimator update that used it (the
   coordinator's own percentiles over its last 2000 updates);
 * dropped samples: published but never accepted by the coordinator (transport losses and a
@@ -199,6 +200,7 @@ def run_case(
             "dropped_sets": dropped_sets,
             "age_ms": 1e3 * float(np.median(listener.ages or [np.nan])),
             "cpu_share": cpu / wall,
+            "cpu_per_accepted_us": 1e6 * cpu / max(listener.accepted(ids), 1),
         }
     finally:
         process.send_signal(signal.SIGTERM)
@@ -229,7 +231,7 @@ def main() -> None:
     header = (
         f"{'rate [Hz]':>9} {'N':>3} {'K':>3} {'CPU/sample [us]':>16} {'CPU [cores]':>11} "
         f"{'latency p50 [ms]':>17} {'p99 [ms]':>9} {'dropped samples':>16} {'of':>7} "
-        f"{'sets not formed':>16} {'estimate age [ms]':>18}"
+        f"{'sets not formed':>16} {'estimate age [ms]':>18} {'CPU/accepted [us]':>18}"
     )
     print(header)
     print("-" * len(header))
@@ -241,7 +243,7 @@ def main() -> None:
                 f"{rate:9.0f} {n:3d} {batch:3d} {r['cpu_per_sample_us']:16.0f} "
                 f"{r['cpu_share']:11.2f} {r['p50_ms']:17.1f} {r['p99_ms']:9.1f} "
                 f"{r['dropped']:16d} {r['published']:7d} {r['dropped_sets']:16d} "
-                f"{r['age_ms']:18.0f}",
+                f"{r['age_ms']:18.0f} {r['cpu_per_accepted_us']:18.0f}",
                 flush=True,
             )
     rclpy.shutdown(context=context)

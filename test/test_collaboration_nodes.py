@@ -3,6 +3,7 @@ pipeline's newest samples and estimate, and the planner's admittance mode."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from types import SimpleNamespace
@@ -27,6 +28,7 @@ from inertia_estimation_ros.ros.aerial_messages import to_human_wrench
 from inertia_estimation_ros.ros.conversions import (
     external_wrench_values,
     pose_matrix,
+    seconds,
     to_inertia,
     to_pose,
     to_time,
@@ -160,6 +162,36 @@ def test_the_coordinator_output_sums_simultaneous_samples_once_per_instant(ros_c
     assert max(published) == 54
     for k, msg in published.items():
         np.testing.assert_allclose(external_wrench_values(msg)[0], truth[k], atol=1e-8)
+    node.destroy_node()
+
+
+@pytest.mark.timeout(60)
+def test_the_coordinator_output_skips_repeated_samples_and_restarts_after_a_clock_jump(
+    ros_context,
+) -> None:
+    """Batches as the output keeps them (one block per message): a batch sent twice adds
+    nothing; a batch whose stamps are far back (a looping bag) restarts the history, and the
+    wrenches go on from the new stamps, exact."""
+    team, payload, t, sim, truth = _pushing_hand(20)
+    node = _output_node(ros_context, 100.0)
+    settings = PipelineSettings(estimate_clock_offsets=False)
+    pipeline = TeamPipeline(team.robot_ids, team.reference_id, settings)
+    pipeline.last_estimate = _estimate(team, payload)
+    output = ExternalWrenchOutput(node, settings.frame_of, team.robot_ids, team.reference_id)
+    output.follow(pipeline)
+
+    def batch(rid: str, ks: range, shift: float = 0.0) -> list:
+        return [dataclasses.replace(sim.exact[rid].sample(k), stamp=t[k] - shift) for k in ks]
+
+    last = [output.on_samples(r, batch(r, range(10), -5.0)) for r in team.robot_ids][-1]
+    np.testing.assert_allclose(external_wrench_values(last)[0], truth[9], atol=1e-8)
+    for rid in team.robot_ids:  # the same batches again: nothing new
+        assert output.on_samples(rid, batch(rid, range(10), -5.0)) is None
+    assert output.counts() == {"published": 1}
+    published = [output.on_samples(r, batch(r, range(10, 20))) for r in team.robot_ids]
+    assert published[:-1] == [None, None] and published[-1] is not None
+    assert seconds(published[-1].header.stamp) == pytest.approx(t[19])  # 5 s back
+    np.testing.assert_allclose(external_wrench_values(published[-1])[0], truth[19], atol=1e-8)
     node.destroy_node()
 
 

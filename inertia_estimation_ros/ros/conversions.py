@@ -215,18 +215,36 @@ def to_grasp_state(sample: GraspSample, frame_id: str, home_frame_id: str) -> Gr
     return msg
 
 
+# Flat indices (4 a + b into the 4x4 products q_a q_b) of what each entry of R needs, as in
+# ``rotation``: R = 2 (q_a q_b + sign q_c q_d), and 1 - that on the diagonal.
+_FIRST = np.array([5, 1, 2, 1, 0, 6, 2, 6, 0])
+_SECOND = np.array([10, 11, 7, 11, 10, 3, 7, 3, 5])
+_SIGN = np.array([1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0])
+_DIAGONAL = np.array([True, False, False, False, True, False, False, False, True])
+
+
 def rotations(q: np.ndarray) -> np.ndarray:
     """(K, 3, 3) rotations of (K, 4) quaternions (x, y, z, w), as ``rotation`` one by one (the
-    same operations, so the same bits); a zero quaternion gives NaN (refused downstream)."""
-    x, y, z, w = np.asarray(q, dtype=float).T
+    same operations, so the same bits: a + (-b) is a - b exactly); a zero quaternion gives NaN
+    (refused downstream)."""
+    q = np.asarray(q, dtype=float)
+    x, y, z, w = q.T
     with np.errstate(invalid="ignore", divide="ignore"):
-        norm = np.sqrt(x**2 + y**2 + z**2 + w**2)
-        x, y, z, w = x / norm, y / norm, z / norm, w / norm
-    R = np.empty((len(x), 3, 3))
-    R[:, 0] = np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], 1)
-    R[:, 1] = np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], 1)
-    R[:, 2] = np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], 1)
-    return R
+        q = q / np.sqrt(x**2 + y**2 + z**2 + w**2)[:, None]
+    products = (q[:, :, None] * q[:, None, :]).reshape(-1, 16)
+    R = 2 * (products.take(_FIRST, axis=1) + _SIGN * products.take(_SECOND, axis=1))
+    R[:, _DIAGONAL] = 1 - R[:, _DIAGONAL]
+    return R.reshape(-1, 3, 3)
+
+
+def _values(values: object, dtype: type) -> np.ndarray:
+    """A message's array field as numpy without a copy where it is an ``array.array`` of that
+    type (what rclpy gives), else converted."""
+    try:
+        array = np.frombuffer(values, dtype=dtype)
+    except (TypeError, ValueError):
+        return np.asarray(values, dtype=dtype)
+    return array if array.size == len(values) else np.asarray(values, dtype=dtype)
 
 
 def _swap_halves(x: np.ndarray) -> np.ndarray:
@@ -253,32 +271,24 @@ def grasp_samples(msg: GraspStateArray) -> list[GraspSample]:
                 f"GraspStateArray.{name} has {len(values)} values, expected {width} per sample "
                 f"x {k} samples (len(sec))"
             )
-    stamps = np.asarray(msg.sec, dtype=np.int64) + 1e-9 * np.asarray(msg.nanosec, dtype=np.int64)
+    stamps = _values(msg.sec, np.int32).astype(np.int64)
+    stamps = (stamps + 1e-9 * _values(msg.nanosec, np.uint32).astype(np.int64)).tolist()
     T = np.zeros((k, 4, 4))
-    T[:, :3, :3] = rotations(np.reshape(msg.orientation, (k, 4)))
-    T[:, :3, 3] = np.reshape(msg.position, (k, 3))
+    T[:, :3, :3] = rotations(_values(msg.orientation, float).reshape(k, 4))
+    T[:, :3, 3] = _values(msg.position, float).reshape(k, 3)
     T[:, 3, 3] = 1.0
-    V = _swap_halves(np.reshape(msg.twist, (k, 6)))
-    dV = _swap_halves(np.reshape(msg.twist_derivative, (k, 6)))
-    F = _swap_halves(np.reshape(msg.wrench, (k, 6)))
+    V = _swap_halves(_values(msg.twist, float).reshape(k, 6))
+    dV = _swap_halves(_values(msg.twist_derivative, float).reshape(k, 6))
+    F = _swap_halves(_values(msg.wrench, float).reshape(k, 6))
     if not msg.has_torque:
         F[:, :3] = np.nan
     if not msg.has_force:
         F[:, 3:] = np.nan
-    g = np.reshape(msg.gravity, (k, 3)) if msg.has_gravity else [None] * k
+    g = _values(msg.gravity, float).reshape(k, 3).copy() if msg.has_gravity else [None] * k
+    robot_id, has_force, has_torque = msg.robot_id, msg.has_force, msg.has_torque
     return [
-        GraspSample(
-            robot_id=msg.robot_id,
-            stamp=float(stamps[j]),
-            T_i0_i=T[j],
-            V_i=V[j],
-            dV_i=dV[j],
-            F_i=F[j],
-            g_i=g[j],
-            has_force=msg.has_force,
-            has_torque=msg.has_torque,
-        )
-        for j in range(k)
+        GraspSample(robot_id, stamp, T_j, V_j, dV_j, F_j, g_j, has_force, has_torque)
+        for stamp, T_j, V_j, dV_j, F_j, g_j in zip(stamps, T, V, dV, F, g, strict=True)
     ]
 
 

@@ -5,7 +5,9 @@ the robots do not apply (``core.collaboration.human_wrench``: about the estimate
 with its covariance) as ``msg/ExternalWrench`` on ``external_wrench``, at most once per
 ``1 / external_wrench_rate`` of sample time. It runs in the subscription callbacks
 (``on_message``, the executor's thread): the wrench leaves as soon as the last robot's sample
-of an instant arrives, without waiting for the worker thread's cycle or a solve. The
+of an instant arrives, without waiting for the worker thread's cycle or a solve. Each
+message is kept as one block (its stamps as an array; a sample is re-stamped on the reference
+clock only when a wrench uses it), so the callbacks cost little per sample at 1 kHz. The
 instant is the newest time every robot has reached (stamps on the reference clock with the
 estimated clock offsets); each robot contributes its sample at or just before it, so one
 wrench sums simultaneous samples whatever order they arrive in. The worker hands over the
@@ -41,7 +43,9 @@ from .ingest import GraspMessage
 from .interface import RELIABLE_QOS, Topic
 from .parameters import Param
 
-HISTORY = 256  # samples kept per robot: the instant of a robot that lags by up to this many
+# Messages (GraspState or GraspStateArray) kept per robot: the instant of a robot that lags
+# by up to this many of the others' messages can still be computed.
+HISTORY = 256
 LAGS = "a robot lags (its newest sample is more than external_wrench_max_spread behind)"
 
 TOPICS = [
@@ -143,19 +147,29 @@ class ExternalWrenchOutput:
         return self.on_samples(rid, message.samples)
 
     def on_samples(self, robot_id: str, samples: Sequence[GraspSample]) -> ExternalWrench | None:
-        """``on_message`` for converted samples of one robot."""
+        """``on_message`` for converted samples of one robot (in time order, as a message
+        carries them). Kept as one block per message: stamps as an array on the reference
+        clock, the samples as they came (a sample is re-stamped only when it is used)."""
         inputs = self._inputs
-        if inputs is None or self.node.params.external_wrench_rate <= 0:
+        if inputs is None or self.node.params.external_wrench_rate <= 0 or not samples:
             return None
-        history = self._history[robot_id]
-        offset = inputs.offsets.get(robot_id, 0.0)
-        for sample in samples:
-            stamp = sample.stamp - offset
-            if history and stamp < history[-1].stamp - self.clock_jump:  # a looping bag
-                self._restart()
-            if not history or stamp > history[-1].stamp:
-                history.append(dataclasses.replace(sample, stamp=stamp))
+        stamps = np.fromiter((s.stamp for s in samples), float, len(samples))
+        self._add(robot_id, stamps - inputs.offsets.get(robot_id, 0.0), samples)
         return self._publish_instant(inputs, robot_id)
+
+    def _add(self, robot_id: str, stamps: np.ndarray, samples: Sequence[GraspSample]) -> None:
+        """A robot's block of samples into its history: only samples newer than its newest
+        are kept; a stamp more than ``clock_jump`` before it (a looping bag) restarts."""
+        history = self._history[robot_id]
+        newest = history[-1].stamps[-1] if history else -np.inf
+        if stamps[0] > newest and (len(stamps) == 1 or np.all(np.diff(stamps) > 0)):
+            history.append(_Block(stamps, samples))  # the usual case: a block in time order
+            return
+        for stamp, sample in zip(stamps, samples, strict=True):  # one by one
+            if history and stamp < history[-1].stamps[-1] - self.clock_jump:
+                self._restart()
+            if not history or stamp > history[-1].stamps[-1]:
+                history.append(_Block(np.array([stamp]), [sample]))
 
     def _restart(self) -> None:
         for history in self._history.values():
@@ -167,7 +181,7 @@ class ExternalWrenchOutput:
         params = self.node.params
         if not all(self._history.values()):
             return None
-        newest = [h[-1].stamp for h in self._history.values()]
+        newest = [h[-1].stamps[-1] for h in self._history.values()]
         instant = min(newest)
         if (
             robot_id == self.reference_id
@@ -200,9 +214,20 @@ class ExternalWrenchOutput:
         )
 
 
+class _Block(NamedTuple):
+    """Samples of one message, in time order, and their stamps on the reference clock."""
+
+    stamps: np.ndarray
+    samples: Sequence[GraspSample]
+
+
 def _at(history: deque, instant: float) -> GraspSample:
-    """The newest sample at or before ``instant`` (the oldest kept if none)."""
-    for sample in reversed(history):
-        if sample.stamp <= instant:
-            return sample
-    return history[0]
+    """The newest sample at or before ``instant`` (the oldest kept if none), stamped on the
+    reference clock."""
+    for block in reversed(history):
+        if block.stamps[0] <= instant:
+            k = int(np.searchsorted(block.stamps, instant, side="right")) - 1
+            break
+    else:
+        block, k = history[0], 0
+    return dataclasses.replace(block.samples[k], stamp=float(block.stamps[k]))

@@ -151,20 +151,15 @@ def external_wrench(
     docstring). ``max_spread``: largest stamp difference [s] among the samples (stamps on
     the reference clock). Raises ``WrenchUnavailableError`` with the cause."""
     _check(samples, model, max_spread)
-    ids = list(model.T_s_i)
-    maps = {r: sp.adjoint(sp.inverse(model.T_s_i[r])).T for r in ids}  # Ad(T_i_s)^T
-    applied = {r: maps[r] @ _robot_wrench(samples[r]) for r in ids}  # about {s}, in {s}
+    maps, Ad_c, sensors, missing = _model_terms(samples, model, noise or SensorNoise())
+    applied = {r: maps[r] @ _robot_wrench(samples[r]) for r in model.T_s_i}  # about {s}
     Y = body_regressor(*_motion(samples, model.T_s_i))
     F_s_ext = Y @ model.theta - sum(applied.values())
-    T_s_c = sp.transform(np.eye(3), model.p_s_c)  # the CoM with the axes of {s}
-    Ad_c = sp.adjoint(T_s_c).T  # a wrench about {s} -> about the CoM
     J_theta = Ad_c @ Y
     J_theta[:3] += sp.skew(F_s_ext[3:]) @ _com_jacobian(model.theta)
     covariance = J_theta @ model.theta_covariance @ J_theta.T
-    sensors = _sensor_covariance(samples, model, maps, noise or SensorNoise())
-    sensors += _grasp_covariance(model, applied)
+    sensors = sensors + _grasp_covariance(model, applied)
     covariance += Ad_c @ sensors @ Ad_c.T
-    missing = _missing_directions(samples, ids, maps, Ad_c)
     observable = np.ones(6, dtype=bool)
     if not model.inertia_valid and len(missing):
         observable = np.linalg.norm(missing, axis=0) < 1e-6
@@ -176,6 +171,35 @@ def external_wrench(
         observable,
         missing,
     )
+
+
+# The terms of the last models (id(model), noise, which robots transmit moments) -> (model,
+# terms): computed once per model, not per wrench (a live output calls ~100 times a second).
+_TERMS: dict[tuple, tuple[PayloadModel, tuple]] = {}
+_TERMS_KEPT = 8
+
+
+def _model_terms(
+    samples: Mapping[str, GraspSample], model: PayloadModel, noise: SensorNoise
+) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
+    """What depends on the model, not on the samples' values: the maps Ad(T_i_s)^T, Ad_c (a
+    wrench about {s} -> about the CoM, axes of {s}), the sensor covariance (about {s}) and
+    the missing directions; kept per model unless the samples carry their own covariances."""
+    ids = list(model.T_s_i)
+    key = (id(model), noise, tuple(bool(samples[r].has_torque) for r in ids))
+    own = any(samples[r].F_cov is not None or samples[r].dV_cov is not None for r in ids)
+    kept = _TERMS.get(key)
+    if kept is not None and kept[0] is model and not own:
+        return kept[1]
+    maps = {r: sp.adjoint(sp.inverse(model.T_s_i[r])).T for r in ids}  # Ad(T_i_s)^T
+    Ad_c = sp.adjoint(sp.transform(np.eye(3), model.p_s_c)).T
+    sensors = _sensor_covariance(samples, model, maps, noise)
+    terms = (maps, Ad_c, sensors, _missing_directions(samples, ids, maps, Ad_c))
+    if not own:
+        if len(_TERMS) >= _TERMS_KEPT:
+            _TERMS.clear()
+        _TERMS[key] = (model, terms)
+    return terms
 
 
 def _check(samples: Mapping[str, GraspSample], model: PayloadModel, max_spread: float) -> None:

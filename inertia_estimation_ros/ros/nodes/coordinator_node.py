@@ -595,7 +595,7 @@ class CoordinatorNode(Node):
 
     def _step(self) -> None:
         pipeline, inbox = self.pipeline, self._inbox
-        while inbox:
+        for _ in range(len(inbox)):  # what has arrived: later messages wait for the next cycle
             self._push(*inbox.popleft())
         while not self._setting_changes.empty():
             self._apply_settings(self._setting_changes.get())

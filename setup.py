@@ -70,13 +70,15 @@ setup(
         # Oldest supported: Ubuntu 24.04's numpy 1.26 and scipy 1.11 (make test runs them).
         "numpy>=1.26",
         "scipy>=1.11",
+        "numba>=0.68",  # core/aerial: the UKF kernels
         "cvxpy>=1.6",
         "clarabel>=0.9",
         "scs>=3.2",
         "mujoco>=3.1",
         "pin>=2.7",
         "rosbags>=0.10",
-        "pycddlib>=2.1.6",
+        # 3.x builds from source only against a system cddlib and GMP; 2.x bundles cddlib.
+        "pycddlib>=2.1.6,<3",
         "osqp>=1.0",
         "matplotlib>=3.7",
         "PyYAML>=6",
@@ -87,6 +89,7 @@ setup(
     extras_require={
         "ros": [
             "ros-rclpy",
+            "ros-builtin-interfaces",
             "ros-rmw-fastrtps-cpp",
             "ros-std-msgs",
             "ros-geometry-msgs",

@@ -12,9 +12,11 @@ box edges, of the box inertia; the mean of the six inertia entries), averaged ov
 objects and seeds. "spread 4" lets the density vary by 400 % instead of 50 % about the
 uniform fill, which suits a bounding box that the tool only partly fills.
 
-This is NOT the published 20-object dataset: the published shape-segmentation method's
-figures (10.0 / 10.8 / 13.7 % inertia error at low / moderate / high noise with a
-bounding box, from the issue) are printed beside ours only as a reference point.
+This is NOT the published 20-object dataset: the published part-segmentation method's
+figures (10.0 / 10.8 / 13.7 % inertia error at low / moderate / high noise, from the
+issue) are printed beside ours only as a reference point. That method takes a segmented
+surface point cloud of the object (2000 points per tool in its dataset) and splits it
+into homogeneous parts, so the like-for-like row here is the point cloud, not the box.
 
 Run: .venv/bin/python bench/bench_tools.py [--seeds N]
 """

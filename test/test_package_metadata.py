@@ -175,15 +175,33 @@ def test_optional_packages_are_only_used_on_request():
 def test_the_supported_minimum_versions_agree():
     """package.xml's version_gte and setup.py's install_requires name the same minimum
     versions of numpy and scipy: Ubuntu 24.04's 1.26 and 1.11 (tested by make test)."""
-    requires = {}
-    for node in ast.walk(ast.parse((ROOT / "setup.py").read_text())):
-        if isinstance(node, ast.keyword) and node.arg == "install_requires":
-            for entry in ast.literal_eval(node.value):
-                name, _, version = entry.partition(">=")
-                requires[name] = version
+    requires = dict(entry.partition(">=")[::2] for entry in setup_py_requirements()[0])
     minimum = {e.text: e.get("version_gte") for e in PACKAGE if e.tag.endswith("depend")}
     assert minimum["python3-numpy"] == requires["numpy"] == "1.26"
     assert minimum["python3-scipy"] == requires["scipy"] == "1.11"
+
+
+def setup_py_requirements() -> tuple[list[str], list[str]]:
+    """setup.py's install_requires and its "ros" extra, as written."""
+    found = {}
+    for node in ast.walk(ast.parse((ROOT / "setup.py").read_text())):
+        if isinstance(node, ast.keyword) and node.arg in ("install_requires", "extras_require"):
+            found[node.arg] = ast.literal_eval(node.value)
+    return found["install_requires"], found["extras_require"]["ros"]
+
+
+def test_pip_install_requires_every_runtime_requirement():
+    """A plain `pip install .` (issue 19, item 7) gets every non-ROS package of
+    requirements/runtime.txt (numba was missing: core/aerial did not import), and
+    `pip install .[ros]` every ROS wheel; pycddlib stays below 3, which builds only
+    against a system cddlib."""
+    install_requires, ros_extra = setup_py_requirements()
+    runtime = set(pinned("runtime.txt"))
+    assert {n for n in runtime if not n.startswith("ros-")} <= set(
+        map(normalized, install_requires)
+    )
+    assert {n for n in runtime if n.startswith("ros-")} <= set(map(normalized, ros_extra))
+    assert "pycddlib>=2.1.6,<3" in install_requires
 
 
 def our_installed_files(prefix: Path) -> set[Path]:

@@ -76,9 +76,9 @@ MUTANTS = (
     Mutant(
         "sdp._set_prior: metric replaced by a scaled identity",
         "core/identification/sdp.py",
-        "            L = np.linalg.cholesky(0.5 * (M + M.T) / scale",
+        "            L = np.linalg.cholesky(0.5 * (M + M.T) / mean_square",
         "            M = np.trace(M) / n * np.eye(n)\n"
-        "            L = np.linalg.cholesky(0.5 * (M + M.T) / scale",
+        "            L = np.linalg.cholesky(0.5 * (M + M.T) / mean_square",
         ("test/test_identification_sdp.py", "-k", "prior"),
     ),
     Mutant(
@@ -160,6 +160,19 @@ MUTANTS = (
 )
 
 
+def stale(mutants: tuple[Mutant, ...] = MUTANTS) -> list[str]:
+    """Why each mutant that no longer applies does not: its text must occur exactly once in
+    today's source and its test files must exist (checked by test/test_mutants.py)."""
+    problems = []
+    for mutant in mutants:
+        count = (ROOT / PACKAGE / mutant.path).read_text().count(mutant.old)
+        if count != 1:
+            problems.append(f"{mutant.name}: the text to mutate occurs {count} times")
+        missing = [t for t in mutant.tests if t.startswith("test/") and not (ROOT / t).exists()]
+        problems += [f"{mutant.name}: no test file {t}" for t in missing]
+    return problems
+
+
 def run(mutant: Mutant, python: str) -> tuple[str, float]:
     """'killed', 'SURVIVED' or 'error: ...' and the seconds it took."""
     with tempfile.TemporaryDirectory(prefix="mutant-") as tmp:
@@ -188,7 +201,16 @@ def run(mutant: Mutant, python: str) -> tuple[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", default="", help="run the mutants whose name contains this")
+    parser.add_argument(
+        "--check", action="store_true", help="only check that every mutant still applies"
+    )
     args = parser.parse_args()
+    if problems := stale():
+        print("stale mutants (update their text in MUTANTS):\n  " + "\n  ".join(problems))
+        return 1
+    if args.check:
+        print(f"all {len(MUTANTS)} mutants apply")
+        return 0
     survivors = []
     print("| Mutant | where | result | time |\n|---|---|---|---|", flush=True)
     for mutant in MUTANTS:

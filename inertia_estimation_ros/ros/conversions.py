@@ -27,7 +27,7 @@ from scipy.spatial.transform import Rotation
 from ..core.collaboration.human_wrench import ExternalWrenchEstimate
 from ..core.cooperative.estimate import TeamEstimate
 from ..core.inertial import InertialParameters
-from ..core.samples import GraspSample
+from ..core.samples import GraspBatch, GraspSample
 from ..core.spatial import transform
 from ..msg import ExternalWrench, GraspFrame, GraspState, GraspStateArray, PayloadEstimate
 
@@ -234,9 +234,10 @@ def _swap_halves(x: np.ndarray) -> np.ndarray:
     return np.concatenate([x[:, 3:], x[:, :3]], axis=1)
 
 
-def grasp_samples(msg: GraspStateArray) -> list[GraspSample]:
-    """GraspStateArray -> its K GraspSamples, as ``grasp_sample`` gives for the same samples
-    sent one by one (bit for bit). ValueError names an array of the wrong length."""
+def grasp_samples(msg: GraspStateArray) -> GraspBatch:
+    """GraspStateArray -> its K GraspSamples as one ``GraspBatch``, as ``grasp_sample`` gives
+    for the same samples sent one by one (bit for bit). ValueError names an array of the
+    wrong length."""
     k = len(msg.sec)
     lengths = {
         "nanosec": (msg.nanosec, 1),
@@ -265,21 +266,21 @@ def grasp_samples(msg: GraspStateArray) -> list[GraspSample]:
         F[:, :3] = np.nan
     if not msg.has_force:
         F[:, 3:] = np.nan
-    g = np.reshape(msg.gravity, (k, 3)) if msg.has_gravity else [None] * k
-    return [
-        GraspSample(
-            robot_id=msg.robot_id,
-            stamp=float(stamps[j]),
-            T_i0_i=T[j],
-            V_i=V[j],
-            dV_i=dV[j],
-            F_i=F[j],
-            g_i=g[j],
-            has_force=msg.has_force,
-            has_torque=msg.has_torque,
-        )
-        for j in range(k)
-    ]
+    g = np.full((k, 3), np.nan)
+    if msg.has_gravity:
+        g = np.reshape(msg.gravity, (k, 3)).astype(float)
+    return GraspBatch(
+        msg.robot_id,
+        stamps=stamps,
+        T_i0_i=T,
+        V_i=V,
+        dV_i=dV,
+        F_i=F,
+        g_i=g,
+        has_g=np.full(k, bool(msg.has_gravity)),
+        has_force=np.full(k, bool(msg.has_force)),
+        has_torque=np.full(k, bool(msg.has_torque)),
+    )
 
 
 def to_grasp_state_array(

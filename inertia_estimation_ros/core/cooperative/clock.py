@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import spatial as sp
-from ..samples import GraspSample
+from ..samples import BATCH_COLUMNS, GraspBatch, GraspSample, SetBlock
 
 PEAK_RESOLUTION = 1e-3  # [grid steps] floor of an offset's standard deviation
 # The speed |omega| is not the Gaussian signal plus white noise that the bound assumes: near
@@ -191,21 +191,85 @@ GAP_PERIODS = 1.5  # a bracket wider than this many of the robot's sample period
 PERIOD_WINDOW = 64  # intervals over which a robot's sample period is the median
 
 
+class _Columns:
+    """One robot's buffered samples as the columns of ``GraspBatch``, oldest first, in
+    arrays that grow by doubling (rows [start, end) are the buffer)."""
+
+    def __init__(self) -> None:
+        self.start = self.end = 0
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    @property
+    def stamps(self) -> np.ndarray:
+        return self.arrays["stamps"][self.start : self.end] if self.arrays else np.empty(0)
+
+    def append(self, batch: GraspBatch) -> None:
+        k = len(batch)
+        if not self.arrays:
+            self.arrays = {
+                n: np.empty(
+                    (max(64, 2 * k),) + getattr(batch, n).shape[1:], getattr(batch, n).dtype
+                )
+                for n in BATCH_COLUMNS
+            }
+        capacity = len(self.arrays["stamps"])
+        if self.end + k > capacity:  # move the rows to the front, and grow if still short
+            rows = slice(self.start, self.end)
+            size = max(capacity, 2 * (len(self) + k))
+            for name, old in self.arrays.items():
+                new = old if size == capacity else np.empty((size,) + old.shape[1:], old.dtype)
+                new[: len(self)] = old[rows]
+                self.arrays[name] = new
+            self.start, self.end = 0, len(self)
+        for name, array in self.arrays.items():
+            array[self.end : self.end + k] = getattr(batch, name)
+        self.end += k
+
+    def sample(self, k: int) -> GraspSample:
+        """Row k of the buffer (0: the oldest) as a GraspSample."""
+        a, j = self.arrays, self.start + k
+        return GraspSample(
+            robot_id="",
+            stamp=float(a["stamps"][j]),
+            T_i0_i=a["T_i0_i"][j],
+            V_i=a["V_i"][j],
+            dV_i=a["dV_i"][j],
+            F_i=a["F_i"][j],
+            g_i=a["g_i"][j] if a["has_g"][j] else None,
+            has_force=bool(a["has_force"][j]),
+            has_torque=bool(a["has_torque"][j]),
+        )
+
+    def rows(self, index: np.ndarray) -> dict[str, np.ndarray]:
+        """The columns at buffer rows ``index`` (0: the oldest)."""
+        return {name: array[self.start + index] for name, array in self.arrays.items()}
+
+
+WAIT, OLD, GAP = 1, 2, 3  # why a set cannot be formed (yet); 0: it can
+DROP_REASONS = {WAIT: "drop-out or late data", OLD: "old", GAP: "gap"}
+
+
 class StreamingAligner:
     """Buffers per-robot samples and emits synchronized sets on the reference time base.
 
-    ``push`` one sample at a time (any robot, any order across robots, increasing stamps per
-    robot). ``pop_ready`` returns every set that can be formed: for each reference sample at
-    t, every other robot i needs samples bracketing t + offset_i no more than ``max_gap``
-    apart and no more than ``GAP_PERIODS`` of its sample period (the median interval of its
-    last ``PERIOD_WINDOW`` samples) and with no refused sample between them (``hole``):
-    only neighbouring samples are interpolated between. A sample lost, refused or out of
-    order leaves a gap that no set spans, since the estimator's noise model holds for
+    ``push`` one sample at a time or ``push_batch`` a ``GraspBatch`` (any robot, any order
+    across robots, increasing stamps per robot). ``pop_block`` returns every set that can be
+    formed, as one ``SetBlock`` (``pop_ready``: as GraspSample sets): for each reference
+    sample at t, every other robot i needs samples bracketing t + offset_i no more than
+    ``max_gap`` apart and no more than ``GAP_PERIODS`` of its sample period (the median
+    interval of its last ``PERIOD_WINDOW`` samples) and with no refused sample between them
+    (``hole``): only neighbouring samples are interpolated between. A sample lost, refused or
+    out of order leaves a gap that no set spans, since the estimator's noise model holds for
     measured samples, not for interpolation across a gap (issue 15: 1 in 4 samples lost
     moved a grasp 1.1 mm, 250 sigma). A set waits for the sample after its bracket, so that
     one arriving out of order is seen as a hole first. Sets that cannot be formed within
     ``max_delay`` of the newest reference sample are dropped and counted in ``dropped``
-    (with the reason). Memory is bounded by ``buffer_seconds`` per robot.
+    (with the reason). Memory is bounded by ``buffer_seconds`` per robot. Samples are kept
+    as arrays per robot and the brackets of all pending sets found at once
+    (``np.searchsorted``).
     """
 
     def __init__(
@@ -225,7 +289,7 @@ class StreamingAligner:
         self.offsets = {r: 0.0 for r in robot_ids}
         self.set_offsets(offsets or {})
         self.max_gap, self.max_delay, self.buffer_seconds = max_gap, max_delay, buffer_seconds
-        self._buffers: dict[str, deque] = {r: deque() for r in robot_ids}
+        self._buffers: dict[str, _Columns] = {r: _Columns() for r in robot_ids}
         self._intervals: dict[str, deque] = {r: deque(maxlen=PERIOD_WINDOW) for r in robot_ids}
         self._widest: dict[str, float] = dict.fromkeys(robot_ids, max_gap)
         self._new_intervals: set[str] = set()  # robots whose ``_widest`` is out of date
@@ -241,18 +305,34 @@ class StreamingAligner:
 
     def push(self, sample: GraspSample) -> str:
         """Buffer a sample; returns '' or why it was refused (unknown robot, stamp order)."""
-        buffer = self._buffers.get(sample.robot_id)
-        if buffer is None:
+        if sample.robot_id not in self._buffers:
             return f"unknown robot {sample.robot_id!r}"
-        if not np.isfinite(sample.stamp) or (buffer and sample.stamp <= buffer[-1].stamp):
+        return self.push_batch(GraspBatch.from_samples([sample]))[0]
+
+    def push_batch(self, batch: GraspBatch) -> list[str]:
+        """``push`` for every sample of a batch of one robot: the same refusals, the samples
+        in order buffered at once."""
+        buffer = self._buffers.get(batch.robot_id)
+        if buffer is None:
+            return [f"unknown robot {batch.robot_id!r}"] * len(batch)
+        stamps = batch.stamps
+        last = buffer.stamps[-1:]
+        steps = np.diff(np.concatenate([last, stamps]))
+        if not (np.isfinite(stamps).all() and (steps > 0).all()):  # refuse one by one
+            return [self._push_row(batch, k) for k in range(len(batch))]
+        if len(steps):  # the intervals after the buffer's newest sample
+            self._intervals[batch.robot_id].extend(steps.tolist())
+            self._new_intervals.add(batch.robot_id)
+        buffer.append(batch)
+        newest = buffer.stamps[-1]
+        buffer.start += int(np.count_nonzero(newest - buffer.stamps > self.buffer_seconds))
+        return [""] * len(batch)
+
+    def _push_row(self, batch: GraspBatch, k: int) -> str:
+        buffer, stamp = self._buffers[batch.robot_id], batch.stamps[k]
+        if not np.isfinite(stamp) or (len(buffer) and stamp <= buffer.stamps[-1]):
             return "non-monotonic stamp"
-        if buffer:
-            self._intervals[sample.robot_id].append(sample.stamp - buffer[-1].stamp)
-            self._new_intervals.add(sample.robot_id)
-        buffer.append(sample)
-        while buffer[-1].stamp - buffer[0].stamp > self.buffer_seconds:
-            buffer.popleft()
-        return ""
+        return self.push_batch(batch.rows(slice(k, k + 1)))[0]
 
     def hole(self, robot_id: str, stamp: float) -> None:
         """A sample of ``robot_id`` at ``stamp`` (its clock) was refused: no set is
@@ -262,25 +342,29 @@ class StreamingAligner:
             return
         bisect.insort(holes, float(stamp))
         buffer = self._buffers[robot_id]
-        oldest = buffer[0].stamp if buffer else stamp - self.buffer_seconds
+        oldest = buffer.stamps[0] if len(buffer) else stamp - self.buffer_seconds
         del holes[: bisect.bisect_left(holes, oldest)]
 
-    def _bracket(self, rid: str, stamp: float) -> tuple[GraspSample, GraspSample] | str:
-        """(a, b) around stamp, or 'wait' (not there yet) or 'gap'/'old' (cannot be formed)."""
-        buffer = self._buffers[rid]
-        if not buffer or buffer[-1].stamp < stamp:
-            return "wait"
-        if buffer[0].stamp > stamp:
-            return "old"
-        k = bisect.bisect_left(buffer, stamp, key=lambda s: s.stamp)
-        if buffer[k].stamp == stamp:
-            return buffer[k], buffer[k]
-        if k == len(buffer) - 1:
-            return "wait"  # for the next sample: one out of order may still fill the bracket
-        a, b = buffer[k - 1], buffer[k]
-        holes = self._holes[rid]
-        spans_hole = bisect.bisect_right(holes, a.stamp) < bisect.bisect_left(holes, b.stamp)
-        return (a, b) if b.stamp - a.stamp <= self._widest_gap(rid) and not spans_hole else "gap"
+    def _brackets(self, rid: str, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per target stamp: (0, WAIT, OLD or GAP: can a bracket be formed, as ``_bracket``
+        decided one by one; index of its sample after, or the exact one)."""
+        stamps = self._buffers[rid].stamps
+        if not len(stamps):
+            return np.full(len(targets), WAIT), np.zeros(len(targets), dtype=int)
+        k = np.searchsorted(stamps, targets, side="left")
+        after = np.minimum(k, len(stamps) - 1)
+        exact = (k < len(stamps)) & (stamps[after] == targets)
+        status = np.where(k >= len(stamps) - 1, WAIT, 0)  # past the last, or its bracket
+        before = np.maximum(after - 1, 0)
+        wide = stamps[after] - stamps[before] > self._widest_gap(rid)
+        holes = np.asarray(self._holes[rid])
+        spans = np.searchsorted(holes, stamps[before], "right") < np.searchsorted(
+            holes, stamps[after], "left"
+        )
+        status = np.where(status == 0, np.where(wide | spans, GAP, 0), status)
+        status = np.where(exact, 0, status)
+        status = np.where(stamps[0] > targets, OLD, status)
+        return status, after
 
     def _widest_gap(self, rid: str) -> float:
         """The widest bracket of ``rid`` from the median of its last intervals, taken when
@@ -291,27 +375,59 @@ class StreamingAligner:
             self._widest[rid] = min(self.max_gap, GAP_PERIODS * period)
         return self._widest[rid]
 
-    def pop_ready(self) -> list[dict[str, GraspSample]]:
-        """Every synchronized set that can be formed now, oldest first."""
-        out = []
+    def pop_block(self) -> SetBlock:
+        """Every synchronized set that can be formed now, oldest first, as one block."""
         reference = self._buffers[self.reference_id]
-        while reference:
-            head = reference[0]
-            t = head.stamp
-            parts, status = {self.reference_id: head}, ""
-            for rid in self.robot_ids:
-                if rid == self.reference_id:
-                    continue
-                bracket = self._bracket(rid, t + self.offsets[rid])
-                if isinstance(bracket, str):
-                    status = bracket
-                    break
-                parts[rid] = interpolate_sample(*bracket, t + self.offsets[rid], t)
-            if status == "wait" and reference[-1].stamp - t <= self.max_delay:
-                break
-            reference.popleft()
-            if status:
-                self.dropped["drop-out or late data" if status == "wait" else status] += 1
+        t = reference.stamps
+        status = np.zeros(len(t), dtype=int)
+        brackets = {}
+        for rid in self.robot_ids:
+            if rid != self.reference_id and len(t):
+                mine, after = self._brackets(rid, t + self.offsets[rid])
+                status = np.where(status == 0, mine, status)
+                brackets[rid] = after
+        waiting = (status == WAIT) & (t[-1:] - t <= self.max_delay)
+        popped = int(np.argmax(waiting)) if waiting.any() else len(t)
+        for code, count in zip(*np.unique(status[:popped], return_counts=True), strict=True):
+            if code:
+                self.dropped[DROP_REASONS[code]] += int(count)
+        good = np.flatnonzero(status[:popped] == 0)
+        block = SetBlock.empty(self.robot_ids)
+        if len(good):
+            block = self._block(t[good], good, {r: a[good] for r, a in brackets.items()})
+        reference.start += popped
+        return block
+
+    def _block(self, t: np.ndarray, rows: np.ndarray, after: dict[str, np.ndarray]) -> SetBlock:
+        """The sets at reference stamps ``t`` (reference rows ``rows``, the other robots'
+        brackets ending at ``after``), every sample stamped t."""
+        columns = []
+        for rid in self.robot_ids:
+            if rid == self.reference_id:
+                columns.append(self._buffers[rid].rows(rows))
                 continue
-            out.append({r: parts[r] for r in self.robot_ids})
-        return out
+            buffer, index = self._buffers[rid], after[rid]
+            part = buffer.rows(index)
+            target = t + self.offsets[rid]
+            for q in np.flatnonzero(part["stamps"] != target):  # between two samples
+                a, b = buffer.sample(index[q] - 1), buffer.sample(index[q])
+                between = interpolate_sample(a, b, target[q], t[q])
+                _set_row(part, q, between)
+            columns.append(part)
+        stacked = {n: np.stack([c[n] for c in columns], axis=1) for n in BATCH_COLUMNS}
+        stacked["stamps"] = np.repeat(t[:, None], len(self.robot_ids), axis=1)
+        return SetBlock(self.robot_ids, **stacked)
+
+    def pop_ready(self) -> list[dict[str, GraspSample]]:
+        """``pop_block`` as GraspSample sets."""
+        block = self.pop_block()
+        return [block.set_at(q) for q in range(len(block))]
+
+
+def _set_row(columns: dict[str, np.ndarray], q: int, sample: GraspSample) -> None:
+    """Write a sample into row q of a robot's columns."""
+    columns["T_i0_i"][q] = sample.T_i0_i
+    columns["V_i"][q], columns["dV_i"][q], columns["F_i"][q] = sample.V_i, sample.dV_i, sample.F_i
+    columns["has_g"][q] = sample.g_i is not None
+    columns["g_i"][q] = np.nan if sample.g_i is None else sample.g_i
+    columns["has_force"][q], columns["has_torque"][q] = sample.has_force, sample.has_torque

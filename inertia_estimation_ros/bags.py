@@ -323,7 +323,8 @@ class TopicRecords:
         """(n, length) bytes of the messages when all have one length, else None."""
         if not len(self) or np.any(self.lengths != self.lengths[0]):
             return None
-        return self.data[self.starts[:, None] + np.arange(self.lengths[0])]
+        length = int(self.lengths[0])
+        return self.data.reshape(-1, length)[self.starts // length]
 
 
 MESSAGE_HEADER = 1 + 8 + 2 + 4 + 8 + 8  # an mcap message record's op, length and fields
@@ -367,15 +368,22 @@ def _records(
         mine = {cid: o for cid, o in chunk.message_index_offsets.items() if cid in wanted}
         if not mine:
             continue
-        body = _chunk_records(file, chunk, decompressors)
+        body = np.frombuffer(_chunk_records(file, chunk, decompressors), np.uint8)
         for cid, offset in mine.items():
             length = struct.unpack_from("<I", file, offset + 9 + 2)[0]
             index = np.frombuffer(file, "<u8", length // 8, offset + 9 + 6).reshape(-1, 2)
-            sizes = np.frombuffer(body, np.uint8)[index[:, 1, None] + np.arange(1, 9)]
-            sizes = sizes.copy().view("<u8")[:, 0].astype(np.int64) - (MESSAGE_HEADER - 9)
-            starts = index[:, 1].astype(np.int64) + MESSAGE_HEADER
-            parts[wanted[cid].topic].append((index[:, 0].astype(np.int64), body, starts, sizes))
+            index = index.astype(np.int64)  # (log time, record offset) per message
+            sizes = body[index[:, 1, None] + np.arange(1, 9)].view("<u8")[:, 0].astype(np.int64)
+            payloads = _payloads(body, index[:, 1] + MESSAGE_HEADER, sizes - (MESSAGE_HEADER - 9))
+            parts[wanted[cid].topic].append((index[:, 0], payloads, sizes - (MESSAGE_HEADER - 9)))
     return {topic: _topic_records(types[topic], parts[topic]) for topic in types}
+
+
+def _payloads(body: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The bytes of the messages at ``starts`` of a chunk's records, one after the other."""
+    if np.all(lengths == lengths[0]):
+        return body[starts[:, None] + np.arange(lengths[0])].ravel()
+    return np.concatenate([body[a : a + n] for a, n in zip(starts, lengths, strict=True)])
 
 
 def _chunk_records(file: bytes, chunk: Any, decompressors: dict) -> bytes:
@@ -390,13 +398,11 @@ def _topic_records(msgtype: str, parts: list) -> TopicRecords:
     if not parts:
         empty = np.zeros(0, np.int64)
         return TopicRecords(msgtype, empty, np.zeros(0, np.uint8), empty, empty)
-    bodies = [np.frombuffer(body, np.uint8) for _, body, _, _ in parts]
-    bases = np.cumsum([0] + [len(b) for b in bodies[:-1]])
-    times = np.concatenate([t for t, _, _, _ in parts])
-    starts = np.concatenate([s + b for (_, _, s, _), b in zip(parts, bases, strict=True)])
-    lengths = np.concatenate([n for _, _, _, n in parts])
+    times = np.concatenate([t for t, _, _ in parts])
+    lengths = np.concatenate([n for _, _, n in parts])
+    starts = np.cumsum(lengths) - lengths
     order = np.argsort(times, kind="stable")
-    data = np.concatenate(bodies) if len(bodies) > 1 else bodies[0]
+    data = np.concatenate([p for _, p, _ in parts])
     return TopicRecords(msgtype, times[order], data, starts[order], lengths[order])
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import spatial as sp
-from ..samples import BATCH_COLUMNS, GraspBatch, GraspSample, SetBlock
+from ..samples import GraspBatch, GraspSample, SetBlock
 
 PEAK_RESOLUTION = 1e-3  # [grid steps] floor of an offset's standard deviation
 # The speed |omega| is not the Gaussian signal plus white noise that the bound assumes: near
@@ -191,61 +191,86 @@ GAP_PERIODS = 1.5  # a bracket wider than this many of the robot's sample period
 PERIOD_WINDOW = 64  # intervals over which a robot's sample period is the median
 
 
+# Where each column of a sample sits in a buffer's row of floats (flags as 0 / 1).
+_LAYOUT = {
+    "stamps": (0, ()),
+    "T_i0_i": (1, (4, 4)),
+    "V_i": (17, (6,)),
+    "dV_i": (23, (6,)),
+    "F_i": (29, (6,)),
+    "g_i": (35, (3,)),
+    "has_g": (38, ()),
+    "has_force": (39, ()),
+    "has_torque": (40, ()),
+}
+_WIDTH = 41
+
+
+def _row_matrix(batch: GraspBatch) -> np.ndarray:
+    """(K, _WIDTH) rows of a batch's columns."""
+    k = len(batch)
+    return np.concatenate(
+        [getattr(batch, name).reshape(k, -1) for name in _LAYOUT], axis=1, dtype=float
+    )
+
+
+def _from_rows(rows: np.ndarray) -> dict[str, np.ndarray]:
+    """The columns of (..., _WIDTH) rows, each its own contiguous array."""
+    lead = rows.shape[:-1]
+    columns = {}
+    for name, (start, shape) in _LAYOUT.items():
+        size = int(np.prod(shape, dtype=int))
+        column = rows[..., start : start + size].reshape(lead + shape)
+        columns[name] = column != 0 if name.startswith("has_") else column.copy()
+    return columns
+
+
 class _Columns:
-    """One robot's buffered samples as the columns of ``GraspBatch``, oldest first, in
-    arrays that grow by doubling (rows [start, end) are the buffer)."""
+    """One robot's buffered samples as rows of floats (``_LAYOUT``), oldest first, in an
+    array that grows by doubling (rows [start, end) are the buffer), and their stamps."""
 
     def __init__(self) -> None:
         self.start = self.end = 0
-        self.arrays: dict[str, np.ndarray] = {}
+        self.data = np.empty((0, _WIDTH))
+        self.times = np.empty(0)
 
     def __len__(self) -> int:
         return self.end - self.start
 
     @property
     def stamps(self) -> np.ndarray:
-        return self.arrays["stamps"][self.start : self.end] if self.arrays else np.empty(0)
+        return self.times[self.start : self.end]
 
     def append(self, batch: GraspBatch) -> None:
         k = len(batch)
-        if not self.arrays:
-            self.arrays = {
-                n: np.empty(
-                    (max(64, 2 * k),) + getattr(batch, n).shape[1:], getattr(batch, n).dtype
-                )
-                for n in BATCH_COLUMNS
-            }
-        capacity = len(self.arrays["stamps"])
-        if self.end + k > capacity:  # move the rows to the front, and grow if still short
-            rows = slice(self.start, self.end)
-            size = max(capacity, 2 * (len(self) + k))
-            for name, old in self.arrays.items():
-                new = old if size == capacity else np.empty((size,) + old.shape[1:], old.dtype)
-                new[: len(self)] = old[rows]
-                self.arrays[name] = new
-            self.start, self.end = 0, len(self)
-        for name, array in self.arrays.items():
-            array[self.end : self.end + k] = getattr(batch, name)
+        if self.end + k > len(self.times):  # move the rows to the front, grow if still short
+            size = max(len(self.times), 2 * (len(self) + k), 64)
+            data, times = np.empty((size, _WIDTH)), np.empty(size)
+            data[: len(self)] = self.data[self.start : self.end]
+            times[: len(self)] = self.times[self.start : self.end]
+            self.data, self.times, self.start, self.end = data, times, 0, len(self)
+        self.data[self.end : self.end + k] = _row_matrix(batch)
+        self.times[self.end : self.end + k] = batch.stamps
         self.end += k
 
-    def sample(self, k: int) -> GraspSample:
-        """Row k of the buffer (0: the oldest) as a GraspSample."""
-        a, j = self.arrays, self.start + k
-        return GraspSample(
-            robot_id="",
-            stamp=float(a["stamps"][j]),
-            T_i0_i=a["T_i0_i"][j],
-            V_i=a["V_i"][j],
-            dV_i=a["dV_i"][j],
-            F_i=a["F_i"][j],
-            g_i=a["g_i"][j] if a["has_g"][j] else None,
-            has_force=bool(a["has_force"][j]),
-            has_torque=bool(a["has_torque"][j]),
-        )
+    def rows(self, index: np.ndarray) -> np.ndarray:
+        """The rows at buffer positions ``index`` (0: the oldest), copied."""
+        return self.data[self.start + index]
 
-    def rows(self, index: np.ndarray) -> dict[str, np.ndarray]:
-        """The columns at buffer rows ``index`` (0: the oldest)."""
-        return {name: array[self.start + index] for name, array in self.arrays.items()}
+    def sample(self, k: int) -> GraspSample:
+        """The sample at buffer position k as a GraspSample."""
+        c = _from_rows(self.data[self.start + k])
+        return GraspSample(
+            "",
+            float(c["stamps"]),
+            c["T_i0_i"],
+            c["V_i"],
+            c["dV_i"],
+            c["F_i"],
+            c["g_i"] if c["has_g"] else None,
+            bool(c["has_force"]),
+            bool(c["has_torque"]),
+        )
 
 
 WAIT, OLD, GAP = 1, 2, 3  # why a set cannot be formed (yet); 0: it can
@@ -316,16 +341,21 @@ class StreamingAligner:
         if buffer is None:
             return [f"unknown robot {batch.robot_id!r}"] * len(batch)
         stamps = batch.stamps
-        last = buffer.stamps[-1:]
-        steps = np.diff(np.concatenate([last, stamps]))
-        if not (np.isfinite(stamps).all() and (steps > 0).all()):  # refuse one by one
-            return [self._push_row(batch, k) for k in range(len(batch))]
-        if len(steps):  # the intervals after the buffer's newest sample
-            self._intervals[batch.robot_id].extend(steps.tolist())
+        steps = stamps[1:] - stamps[:-1]
+        last = buffer.times[buffer.end - 1] if len(buffer) else -np.inf
+        finite = np.isfinite(stamps[0]) and np.isfinite(stamps[-1])
+        if not (finite and stamps[0] > last and (steps > 0).all()):
+            return [self._push_row(batch, k) for k in range(len(batch))]  # one by one
+        intervals = self._intervals[batch.robot_id]
+        if len(buffer):  # the intervals after the buffer's newest sample
+            intervals.append(float(stamps[0] - last))
+        intervals.extend(steps.tolist())
+        if len(buffer) or len(steps):
             self._new_intervals.add(batch.robot_id)
         buffer.append(batch)
-        newest = buffer.stamps[-1]
-        buffer.start += int(np.count_nonzero(newest - buffer.stamps > self.buffer_seconds))
+        stamps = buffer.stamps
+        if stamps[-1] - stamps[0] > self.buffer_seconds:
+            buffer.start += int(np.count_nonzero(stamps[-1] - stamps > self.buffer_seconds))
         return [""] * len(batch)
 
     def _push_row(self, batch: GraspBatch, k: int) -> str:
@@ -349,21 +379,23 @@ class StreamingAligner:
         """Per target stamp: (0, WAIT, OLD or GAP: can a bracket be formed, as ``_bracket``
         decided one by one; index of its sample after, or the exact one)."""
         stamps = self._buffers[rid].stamps
-        if not len(stamps):
+        n = len(stamps)
+        if not n:
             return np.full(len(targets), WAIT), np.zeros(len(targets), dtype=int)
-        k = np.searchsorted(stamps, targets, side="left")
-        after = np.minimum(k, len(stamps) - 1)
-        exact = (k < len(stamps)) & (stamps[after] == targets)
-        status = np.where(k >= len(stamps) - 1, WAIT, 0)  # past the last, or its bracket
-        before = np.maximum(after - 1, 0)
-        wide = stamps[after] - stamps[before] > self._widest_gap(rid)
-        holes = np.asarray(self._holes[rid])
-        spans = np.searchsorted(holes, stamps[before], "right") < np.searchsorted(
-            holes, stamps[after], "left"
-        )
-        status = np.where(status == 0, np.where(wide | spans, GAP, 0), status)
-        status = np.where(exact, 0, status)
-        status = np.where(stamps[0] > targets, OLD, status)
+        after = np.minimum(np.searchsorted(stamps, targets, side="left"), n - 1)
+        exact = stamps[after] == targets
+        status = np.where(exact | (targets < stamps[n - 1]) & (after < n - 1), 0, WAIT)
+        between = ~exact & (status == 0)
+        if between.any():  # brackets of two samples: not wider than a gap, no hole inside
+            a, b = stamps[after - 1], stamps[after]
+            wide = b - a > self._widest_gap(rid)
+            holes = self._holes[rid]
+            if holes:
+                spans = np.searchsorted(holes, a, "right") < np.searchsorted(holes, b, "left")
+                wide |= spans
+            status[between & wide] = GAP
+        if stamps[0] > targets[0]:
+            status[stamps[0] > targets] = OLD
         return status, after
 
     def _widest_gap(self, rid: str) -> float:
@@ -401,33 +433,24 @@ class StreamingAligner:
     def _block(self, t: np.ndarray, rows: np.ndarray, after: dict[str, np.ndarray]) -> SetBlock:
         """The sets at reference stamps ``t`` (reference rows ``rows``, the other robots'
         brackets ending at ``after``), every sample stamped t."""
-        columns = []
+        parts = []
         for rid in self.robot_ids:
             if rid == self.reference_id:
-                columns.append(self._buffers[rid].rows(rows))
+                parts.append(self._buffers[rid].rows(rows))
                 continue
             buffer, index = self._buffers[rid], after[rid]
             part = buffer.rows(index)
             target = t + self.offsets[rid]
-            for q in np.flatnonzero(part["stamps"] != target):  # between two samples
+            for q in np.flatnonzero(part[:, 0] != target):  # between two samples
                 a, b = buffer.sample(index[q] - 1), buffer.sample(index[q])
                 between = interpolate_sample(a, b, target[q], t[q])
-                _set_row(part, q, between)
-            columns.append(part)
-        stacked = {n: np.stack([c[n] for c in columns], axis=1) for n in BATCH_COLUMNS}
-        stacked["stamps"] = np.repeat(t[:, None], len(self.robot_ids), axis=1)
-        return SetBlock(self.robot_ids, **stacked)
+                part[q] = _row_matrix(GraspBatch.from_samples([between]))[0]
+            parts.append(part)
+        columns = _from_rows(np.stack(parts, axis=1))
+        columns["stamps"] = np.repeat(t[:, None], len(self.robot_ids), axis=1)
+        return SetBlock(self.robot_ids, **columns)
 
     def pop_ready(self) -> list[dict[str, GraspSample]]:
         """``pop_block`` as GraspSample sets."""
         block = self.pop_block()
         return [block.set_at(q) for q in range(len(block))]
-
-
-def _set_row(columns: dict[str, np.ndarray], q: int, sample: GraspSample) -> None:
-    """Write a sample into row q of a robot's columns."""
-    columns["T_i0_i"][q] = sample.T_i0_i
-    columns["V_i"][q], columns["dV_i"][q], columns["F_i"][q] = sample.V_i, sample.dV_i, sample.F_i
-    columns["has_g"][q] = sample.g_i is not None
-    columns["g_i"][q] = np.nan if sample.g_i is None else sample.g_i
-    columns["has_force"][q], columns["has_torque"][q] = sample.has_force, sample.has_torque

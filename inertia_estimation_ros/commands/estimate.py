@@ -37,9 +37,6 @@ TRUTH_TOPIC = "/ground_truth/payload"
 LIVE_TOPIC = "/payload_estimate"
 UPDATE_PERIOD = 0.1  # [s] of bag time pushed at once, the solves' granularity
 PROCESS_PERIOD = 0.5  # [s] of bag time between alignments and estimator updates (or a solve)
-# [s] of bag time between them at most when no robot falls silent or runs ahead in between
-# (a plain bag, ``GraspFeed.defers``): fewer, longer blocks for the estimator.
-BLOCK_PERIOD = 5.0
 # Where ``estimate_bag``'s CPU time goes (``BagRun.cpu_seconds``).
 PHASES = ("reading", "ingestion", "history solves", "final solve")
 # What bad input raises; the commands print it as a message (BagError is a ValueError).
@@ -154,9 +151,8 @@ def estimate_bag(
     with timed("reading"):
         feed = GraspFeed.read(path, wanted, settings, plain=solve_at is None)
         times = feed.times
-    hold = BLOCK_PERIOD if feed.streams is not None else 0.0
-    pipeline = TeamPipeline(robots, reference, settings, hold_seconds=hold)
-    start, processed, aligned = 0, -np.inf, -np.inf
+    pipeline = TeamPipeline(robots, reference, settings)
+    start, processed = 0, -np.inf
     while start < len(times):  # windows of UPDATE_PERIOD of log time, as the node's worker
         stop = int(np.searchsorted(times, times[start] + int(UPDATE_PERIOD * 1e9)))
         window, start = slice(start, stop), stop
@@ -166,11 +162,9 @@ def estimate_bag(
         with timed("ingestion"):
             feed.window(pipeline, window)
             if due or solve_at is not None or t - processed >= PROCESS_PERIOD:
+                feed.flush(pipeline)
+                pipeline.process()  # blocks of up to PROCESS_PERIOD, cut where solves fall
                 processed = t
-                if due or not feed.defers(pipeline, t - aligned):
-                    feed.flush(pipeline)
-                    pipeline.process()  # blocks of up to BLOCK_PERIOD, cut where solves fall
-                    aligned = t
         if due:
             next_solve = t + period
             with timed("history solves"):
@@ -238,20 +232,6 @@ class GraspFeed:
             push_window(pipeline, self.entries[window])
         else:
             self.until = self.times[window.stop - 1]
-
-    def defers(self, pipeline: Any, since: float) -> bool:
-        """Whether the alignment and update due now may wait (a plain bag, less than
-        ``BLOCK_PERIOD`` of bag time since the last, and every robot's newest stamp within
-        ``robot_timeout`` of the others': ``process`` would find no robot silent or ahead,
-        so waiting changes nothing but the length of the estimator's blocks)."""
-        if self.streams is None or since >= BLOCK_PERIOD:
-            return False
-        newest = []
-        for stream in self.streams.values():
-            stop = int(np.searchsorted(stream.timestamps, self.until, side="right"))
-            newest.append(stream.batch.stamps[stop - 1] if stop else -np.inf)
-        spread = max(newest) - min(newest)
-        return bool(spread <= pipeline.settings.robot_timeout)
 
     def flush(self, pipeline: Any) -> None:
         """Plain: every robot's samples up to the latest window into the pipeline, one batch

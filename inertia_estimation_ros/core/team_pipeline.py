@@ -135,7 +135,6 @@ class _Subteam:
         reference_id: str,
         settings: PipelineSettings,
         offsets: dict[str, float],
-        hold_seconds: float = 0.0,
     ) -> None:
         self.robot_ids = tuple(robot_ids)
         self.aligner = StreamingAligner(
@@ -144,7 +143,7 @@ class _Subteam:
             {r: offsets[r] for r in self.robot_ids},
             settings.max_gap,
             settings.max_delay,
-            buffer_seconds=settings.max_delay + 2 * settings.max_clock_offset + 1.0 + hold_seconds,
+            buffer_seconds=settings.max_delay + 2 * settings.max_clock_offset + 1.0,
         )
         self.estimator = TeamEstimator(self.robot_ids, reference_id, settings.estimator)
 
@@ -186,13 +185,8 @@ class TeamPipeline:
         reference_id: str,
         settings: PipelineSettings | None = None,
         clock: Callable[[], float] | None = None,
-        hold_seconds: float = 0.0,
     ) -> None:
-        """``hold_seconds``: how much longer than the coordinator's ``update_period`` the
-        time between two ``process`` calls may be (the aligners keep that much more of each
-        robot's samples; ``inertia_estimation estimate``'s long blocks)."""
         ids = tuple(robot_ids)
-        self.hold_seconds = hold_seconds
         if len(ids) < 2 or len(set(ids)) != len(ids):
             raise ValueError(f"robots must be at least two distinct ids, got {list(ids)}")
         if reference_id not in ids:
@@ -213,9 +207,7 @@ class TeamPipeline:
     def _start(self) -> None:
         ids = self.robot_ids
         self.offsets = {r: ClockOffset(0.0, 0.0) for r in ids}
-        self.full = _Subteam(
-            ids, self.reference_id, self.settings, dict.fromkeys(ids, 0.0), self.hold_seconds
-        )
+        self.full = _Subteam(ids, self.reference_id, self.settings, dict.fromkeys(ids, 0.0))
         self.partial: _Subteam | None = None
         self.silent: dict[str, float] = {}  # robot -> seconds behind the team's newest sample
         self.ahead: dict[str, float] = {}  # robot -> seconds its clock runs ahead of the team
@@ -546,9 +538,7 @@ class TeamPipeline:
         self.partial = None
         if silent and self.reference_id in active and len(active) >= 2:
             offsets = {r: self.full.aligner.offsets[r] for r in active}
-            self.partial = _Subteam(
-                active, self.reference_id, self.settings, offsets, self.hold_seconds
-            )
+            self.partial = _Subteam(active, self.reference_id, self.settings, offsets)
             if self._frozen:
                 self.partial.estimator.freeze()
         if not silent:

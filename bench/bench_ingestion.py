@@ -73,15 +73,15 @@ def pipeline_cpu(ids: tuple, instants: list, rate: float, k: int) -> tuple[float
     """CPU seconds of push_message + process over every message; the aligned sets."""
     settings = PipelineSettings.from_parameters({"sample_rate_hz": rate})
     pipeline = TeamPipeline(ids, ids[0], settings)
-    sets = []
-    pop_ready = pipeline.full.aligner.pop_ready
+    blocks = []
+    pop_block = pipeline.full.aligner.pop_block
 
-    def keep() -> list:  # record the aligned sets that go to the estimator
-        ready = pop_ready()
-        sets.extend(ready)
-        return ready
+    def keep() -> SetBlock:  # record the aligned sets that go to the estimator
+        block = pop_block()
+        blocks.append(block)
+        return block
 
-    pipeline.full.aligner.pop_ready = keep
+    pipeline.full.aligner.pop_block = keep
     every = max(1, round(0.01 * rate / k))
     start = time.process_time()
     for j, instant in enumerate(instants):
@@ -90,21 +90,21 @@ def pipeline_cpu(ids: tuple, instants: list, rate: float, k: int) -> tuple[float
         if j % every == every - 1:
             pipeline.process()
     pipeline.process()
-    return time.process_time() - start, sets
+    return time.process_time() - start, SetBlock.concatenate(blocks)
 
 
-def estimator_cpu(ids: tuple, rate: float, sets: list, one_block: bool) -> float:
+def estimator_cpu(ids: tuple, rate: float, sets: SetBlock, one_block: bool) -> float:
     """CPU seconds of a fresh estimator's updates on the same sets: one by one or as one
-    block (the conversion to a ``SetBlock`` not counted)."""
+    block (the conversion to GraspSample sets not counted)."""
     settings = PipelineSettings.from_parameters({"sample_rate_hz": rate}).estimator
     estimator = TeamEstimator(ids, ids[0], settings)
     if one_block:
-        block = SetBlock.from_sets(sets, ids)
         start = time.process_time()
-        estimator.update_block(block)
+        estimator.update_block(sets)
         return time.process_time() - start
+    singles = [sets.set_at(q) for q in range(len(sets))]
     start = time.process_time()
-    for samples in sets:
+    for samples in singles:
         estimator.update(samples)
     return time.process_time() - start
 

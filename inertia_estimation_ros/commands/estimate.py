@@ -129,7 +129,6 @@ def estimate_bag(
     ``progress(seconds)`` gets the bag time done."""
     from ..bags import bag_topics
     from ..core.team_pipeline import PipelineSettings, TeamPipeline
-    from ..ros.bag_grasps import read_grasp_entries
     from ..ros.conversions import to_payload_estimate
 
     cpu = dict.fromkeys(PHASES, 0.0)
@@ -145,7 +144,6 @@ def estimate_bag(
         truth.reference_robot_id if truth is not None else robots[0]
     )
     settings = PipelineSettings.from_parameters(parameters)
-    pipeline = TeamPipeline(robots, reference, settings)
     history, next_solve = [], None
     schedule = sorted(solve_at or [])
     try:
@@ -153,19 +151,21 @@ def estimate_bag(
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
     with timed("reading"):
-        entries = read_grasp_entries(path, wanted)
-        times = np.array([e.timestamp for e in entries], dtype=np.int64)
+        feed = GraspFeed.read(path, wanted, settings, plain=solve_at is None)
+        times = feed.times
+    pipeline = TeamPipeline(robots, reference, settings)
     start, processed = 0, -np.inf
     cadence = PROCESS_PERIOD if period is None else min(PROCESS_PERIOD, period)
-    while start < len(entries):  # windows of UPDATE_PERIOD of log time, as the node's worker
+    while start < len(times):  # windows of UPDATE_PERIOD of log time, as the node's worker
         stop = int(np.searchsorted(times, times[start] + int(UPDATE_PERIOD * 1e9)))
-        window, start = entries[start:stop], stop
+        window, start = slice(start, stop), stop
         t, first = times[stop - 1] * 1e-9, times[0] * 1e-9
         if next_solve is None:
             next_solve = first + period if period is not None and solve_at is None else np.inf
         with timed("ingestion"):
-            push_window(pipeline, window)
+            feed.window(pipeline, window)
             if solve_at is not None or t - processed >= cadence:
+                feed.flush(pipeline)
                 pipeline.process()  # the same blocks whatever the history's period above it
                 processed = t
                 if progress is not None:
@@ -179,6 +179,7 @@ def estimate_bag(
             with timed("history solves"):
                 history.append(to_payload_estimate(pipeline.estimate(), settings.frame_of))
     with timed("ingestion"):
+        feed.flush(pipeline)
         pipeline.process()
     with timed("final solve"):
         final = to_payload_estimate(pipeline.estimate(full=True), settings.frame_of)
@@ -194,6 +195,59 @@ def _timed(cpu: dict[str, float], phase: str) -> Iterator[None]:
         yield
     finally:
         cpu[phase] += time.process_time() - started
+
+
+class GraspFeed:
+    """A bag's grasp messages on their way into the pipeline, window by window of log time
+    (``window``), everything up to the latest window before an alignment (``flush``).
+
+    A *plain* bag (``bag_grasps.read_plain_streams``: every sample of it accepted as it
+    comes) is decoded as one batch per robot, and each robot's samples up to the latest
+    window go in as one batch at each ``flush``: the pipeline then holds the same samples
+    at every alignment as when they went in window by window. Any other bag goes in message
+    by message in log-time order, window by window (``push_window``), as the coordinator
+    would receive it."""
+
+    def __init__(self, times: np.ndarray, entries: list | None, streams: dict | None) -> None:
+        self.times, self.entries, self.streams = times, entries, streams
+        self.pushed = dict.fromkeys(streams or {}, 0)  # samples of each robot pushed
+        self.until = None  # log time [ns] of the latest window's last message
+
+    @classmethod
+    def read(cls, path: Path, topics: list[str], settings: Any, plain: bool) -> GraspFeed:
+        """The bag's messages of the grasp ``topics``; ``plain``: try the plain decoding."""
+        from ..ros.bag_grasps import read_grasp_entries, read_plain_streams
+
+        robots = {t.split("/")[1]: t for t in topics if t.endswith("/grasp_state")}
+        streams = None
+        if plain and len(robots) == len(topics) and not settings.estimate_clock_offsets:
+            streams = read_plain_streams(path, robots, settings.frame_of)
+        if streams is not None:
+            times = np.sort(np.concatenate([s.timestamps for s in streams.values()]))
+            return cls(times, None, streams)
+        entries = read_grasp_entries(path, topics)
+        return cls(np.array([e.timestamp for e in entries], dtype=np.int64), entries, None)
+
+    def window(self, pipeline: Any, window: slice) -> None:
+        """The messages of a window (indices into ``times``) into the pipeline or, plain,
+        noted for the next ``flush``."""
+        if self.entries is not None:
+            push_window(pipeline, self.entries[window])
+        else:
+            self.until = self.times[window.stop - 1]
+
+    def flush(self, pipeline: Any) -> None:
+        """Plain: every robot's samples up to the latest window into the pipeline, one batch
+        per robot."""
+        if self.streams is None or self.until is None:
+            return
+        for robot, stream in self.streams.items():
+            stop = int(np.searchsorted(stream.timestamps, self.until, side="right"))
+            if stop > self.pushed[robot]:
+                pipeline.push_batch(
+                    stream.batch.rows(slice(self.pushed[robot], stop)), stream.frame_id
+                )
+                self.pushed[robot] = stop
 
 
 def push_window(pipeline: Any, entries: list) -> None:
@@ -338,6 +392,7 @@ def run_on_bag(args: argparse.Namespace) -> BagRun:
     from threadpoolctl import threadpool_limits
 
     from ..bags import bag_duration
+    from ..core import team_pipeline  # noqa: F401  (scipy's BLAS loaded before the limit below)
     from .progress import progress_bar
 
     parameters = coordinator_parameters(args.config) if args.config else {}
@@ -351,7 +406,9 @@ def run_on_bag(args: argparse.Namespace) -> BagRun:
     period = args.period or (history_period(duration) if plotting else None)
     with (
         progress_bar(round(duration, 1), "bag s", "estimate") as bar,
-        threadpool_limits(limits=1, user_api="blas"),  # the coordinator's setting
+        # the coordinator's setting; it holds for the BLAS libraries loaded by now only (a
+        # second thread spinning on small matrices cost 4-5 s of CPU on the paper000 bag)
+        threadpool_limits(limits=1, user_api="blas"),
     ):
 
         def advance(seconds: float) -> None:

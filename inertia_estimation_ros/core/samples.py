@@ -8,7 +8,7 @@ order, or None when unknown.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -102,6 +102,100 @@ class GraspSeries:
         )
 
 
+BATCH_COLUMNS = (
+    "stamps",
+    "T_i0_i",
+    "V_i",
+    "dV_i",
+    "F_i",
+    "g_i",
+    "has_g",
+    "has_force",
+    "has_torque",
+)
+
+
+class GraspBatch(Sequence[GraspSample]):
+    """K samples of one robot as arrays (a ``GraspStateArray``, a bag's messages decoded in
+    bulk): the columns of ``SetBlock`` for one robot. It reads as the sequence of its
+    GraspSamples (made when indexed, once each), so code that takes a list of samples takes
+    it too; ``TeamPipeline.push_batch`` and ``StreamingAligner`` use its arrays directly.
+
+    ``g_i`` is NaN where ``has_g`` is False (no gravity reported for that sample).
+    """
+
+    __slots__ = ("robot_id", "_samples", *BATCH_COLUMNS)
+
+    def __init__(self, robot_id: str, **columns: np.ndarray) -> None:
+        self.robot_id = robot_id
+        for name in BATCH_COLUMNS:
+            setattr(self, name, columns[name])
+        self._samples: dict[int, GraspSample] = {}
+
+    def __len__(self) -> int:
+        return len(self.stamps)
+
+    def __getitem__(self, k: int | slice) -> GraspSample | list[GraspSample]:  # type: ignore[override]
+        if isinstance(k, slice):
+            return [self[j] for j in range(*k.indices(len(self)))]
+        k = range(len(self))[k]
+        sample = self._samples.get(k)
+        if sample is None:
+            sample = self._samples[k] = GraspSample(
+                robot_id=self.robot_id,
+                stamp=float(self.stamps[k]),
+                T_i0_i=self.T_i0_i[k],
+                V_i=self.V_i[k],
+                dV_i=self.dV_i[k],
+                F_i=self.F_i[k],
+                g_i=self.g_i[k] if self.has_g[k] else None,
+                has_force=bool(self.has_force[k]),
+                has_torque=bool(self.has_torque[k]),
+            )
+        return sample
+
+    def __iter__(self) -> Iterator[GraspSample]:
+        return (self[k] for k in range(len(self)))
+
+    def finite(self) -> np.ndarray:
+        """Per sample: every value the team uses is finite (the stamp, pose, twist, twist
+        derivative, the sensed parts of the wrench, the gravity if reported)."""
+        k = len(self)
+        sensed = np.repeat(np.stack([self.has_torque, self.has_force], axis=1), 3, axis=1)
+        F = np.where(sensed, self.F_i, 0.0)  # an unsensed part may be NaN
+        g = np.where(self.has_g[:, None], self.g_i, 0.0)
+        values = [self.T_i0_i.reshape(k, 16), self.V_i, self.dV_i, F, g, self.stamps[:, None]]
+        return np.isfinite(np.concatenate(values, axis=1)).all(axis=1)
+
+    def rows(self, keep: slice | np.ndarray) -> GraspBatch:
+        """The samples ``keep`` (a slice, indices or a boolean mask)."""
+        return GraspBatch(self.robot_id, **{n: getattr(self, n)[keep] for n in BATCH_COLUMNS})
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[GraspSample]) -> GraspBatch:
+        """Samples of one robot as arrays (the robot id of the first). ValueError or TypeError
+        if a sample's fields do not have the shapes of ``GraspSample``."""
+        k = len(samples)
+        g = np.full((k, 3), np.nan)
+        has_g = np.array([s.g_i is not None for s in samples], dtype=bool)
+        if has_g.any():
+            g[has_g] = np.array([s.g_i for s in samples if s.g_i is not None], dtype=float)
+        batch = cls(
+            samples[0].robot_id,
+            stamps=np.array([s.stamp for s in samples], dtype=float).reshape(k),
+            T_i0_i=np.array([s.T_i0_i for s in samples], dtype=float).reshape(k, 4, 4),
+            V_i=np.array([s.V_i for s in samples], dtype=float).reshape(k, 6),
+            dV_i=np.array([s.dV_i for s in samples], dtype=float).reshape(k, 6),
+            F_i=np.array([s.F_i for s in samples], dtype=float).reshape(k, 6),
+            g_i=g,
+            has_g=has_g,
+            has_force=np.array([s.has_force for s in samples], dtype=bool),
+            has_torque=np.array([s.has_torque for s in samples], dtype=bool),
+        )
+        batch._samples = dict(enumerate(samples))
+        return batch
+
+
 @dataclass(frozen=True)
 class SetBlock:
     """Q synchronized sets of a team's N robots as arrays, robots in the team's order: the
@@ -156,14 +250,22 @@ class SetBlock:
             np.array([x.has_torque for x in flat], dtype=bool).reshape(q, n),
         )
 
+    @classmethod
+    def empty(cls, robot_ids: Sequence[str]) -> SetBlock:
+        """A block of no set."""
+        n = len(robot_ids)
+        shapes = ((), (4, 4), (6,), (6,), (6,), (3,))
+        arrays = [np.empty((0, n) + shape) for shape in shapes]
+        return cls(tuple(robot_ids), *arrays, *(np.empty((0, n), dtype=bool),) * 3)
+
     def rows(self, keep: slice | np.ndarray) -> SetBlock:
         """The sets ``keep`` (a slice, indices or a boolean mask)."""
-        return SetBlock(self.robot_ids, *(getattr(self, name)[keep] for name in _BLOCK_ARRAYS))
+        return SetBlock(self.robot_ids, *(getattr(self, name)[keep] for name in BATCH_COLUMNS))
 
     @classmethod
     def concatenate(cls, blocks: Sequence[SetBlock]) -> SetBlock:
         """One block of the sets of ``blocks``, in order."""
-        arrays = (np.concatenate([getattr(b, name) for b in blocks]) for name in _BLOCK_ARRAYS)
+        arrays = (np.concatenate([getattr(b, name) for b in blocks]) for name in BATCH_COLUMNS)
         return cls(blocks[0].robot_ids, *arrays)
 
     def set_at(self, q: int) -> dict[str, GraspSample]:
@@ -182,16 +284,3 @@ class SetBlock:
             )
             for k, r in enumerate(self.robot_ids)
         }
-
-
-_BLOCK_ARRAYS = (
-    "stamps",
-    "T_i0_i",
-    "V_i",
-    "dV_i",
-    "F_i",
-    "g_i",
-    "has_g",
-    "has_force",
-    "has_torque",
-)

@@ -48,7 +48,7 @@ from .cooperative import (
     TeamEstimate,
     TeamEstimator,
 )
-from .samples import GraspSample, SetBlock
+from .samples import GraspBatch, GraspSample
 
 LEVELS = ("OK", "WARN", "ERROR")
 RATE_WINDOW = 2.0  # [s] of stamps over which a robot's rate is measured
@@ -332,10 +332,45 @@ class TeamPipeline:
     ) -> list[str]:
         """``push`` for the samples of one message (``GraspStateArray``: one frame id), their
         values checked as arrays: the same reasons and counts as pushing them one by one."""
-        finite = _finite_samples(samples)
+        batch = _as_batch(samples)
+        finite = batch.finite() if batch is not None else np.zeros(len(samples), dtype=bool)
+        if batch is not None and finite.all() and self._plain(batch, frame_id):
+            self._accept_batch(batch, received)
+            return [""] * len(batch)
         return [
             self._push(s, frame_id, received, ok) for s, ok in zip(samples, finite, strict=True)
         ]
+
+    def _plain(self, batch: GraspBatch, frame_id: str) -> bool:
+        """Whether every sample of a batch is accepted by ``_push`` with nothing else to do:
+        a known robot, its frame id, stamps after its last one and increasing, and neither a
+        clock jump nor clock offsets pending."""
+        rid = batch.robot_id
+        if rid not in self.robot_ids or frame_id != self.settings.frame_of(rid):
+            return False
+        if self._jump_base is not None or self.settings.estimate_clock_offsets:
+            return False
+        stamps = batch.stamps
+        after_last = stamps[0] > self.last_stamp.get(rid, -np.inf)
+        return bool(after_last and (stamps[1:] > stamps[:-1]).all())
+
+    def _accept_batch(self, batch: GraspBatch, received: float | None) -> None:
+        """``_accept`` for every sample of a plain batch (``_plain``) at once."""
+        rid, stamps = batch.robot_id, batch.stamps
+        self.last_stamp[rid] = float(stamps[-1])
+        self.latest[rid] = batch[-1]
+        self.accepted[rid] += len(batch)
+        if self._first_stamp is None:
+            self._first_stamp = float(stamps[0])
+        recent = self._recent[rid]
+        recent.extend(stamps.tolist())
+        while recent[-1] - recent[0] > RATE_WINDOW:
+            recent.popleft()
+        if received is not None:
+            self._transport[rid].extend((received - stamps).tolist())
+        for team in self._teams():
+            if rid in team.robot_ids:
+                team.aligner.push_batch(batch)
 
     def _push(
         self, sample: GraspSample, frame_id: str, received: float | None, finite: bool
@@ -356,7 +391,7 @@ class TeamPipeline:
 
     def _check(self, sample: GraspSample, frame_id: str, finite: bool = False) -> str:
         """'' or the reason (counted) why a known robot's sample is refused; ``finite``: its
-        values are known finite (``_finite_samples``)."""
+        values are known finite (``GraspBatch.finite``)."""
         rid = sample.robot_id
         expected = self.settings.frame_of(rid)
         if frame_id != expected:
@@ -432,19 +467,16 @@ class TeamPipeline:
         """The aligned sets into the estimators, as one block per team (``update_block``)."""
         accepted = 0
         for team in self._teams():
-            sets = team.aligner.pop_ready()
-            if not sets:
+            block = team.aligner.pop_block()
+            if not len(block):
                 continue
-            try:  # one set (low rates): ``update`` checks it for less than a block's checks
-                block = SetBlock.from_sets(sets, team.robot_ids) if len(sets) > 1 else None
-            except (TypeError, ValueError):  # fields that do not stack: set by set
-                block = None
-            if block is None:
-                kept = np.array([team.estimator.update(s).accepted for s in sets], dtype=bool)
+            if len(block) == 1:  # one set (low rates): ``update`` checks it for less
+                kept = np.array([team.estimator.update(block.set_at(0)).accepted])
             else:
                 kept = team.estimator.update_block(block).accepted
-            for samples in (s for s, ok in zip(sets, kept, strict=True) if ok):
-                self._record_latency(samples[self.reference_id].stamp)
+            if self.clock is not None:
+                for stamp in block.stamps[kept, 0]:
+                    self._record_latency(float(stamp))
             accepted += int(kept.sum())
         self.updates += accepted
         return accepted
@@ -791,33 +823,29 @@ def estimate_values(estimate: TeamEstimate) -> dict[str, str]:
     return values
 
 
-def _finite_samples(samples: Sequence[GraspSample]) -> np.ndarray:
-    """Per sample, as array operations over them all: every value that ``_sample_problem``
-    checks is finite. False where unsure (missing fields, odd shapes): ``_sample_problem``
-    then checks that sample field by field."""
-    k = len(samples)
+def _as_batch(samples: Sequence[GraspSample]) -> GraspBatch | None:
+    """The samples as a ``GraspBatch`` of one robot, or None (odd shapes, several robots:
+    ``_sample_problem`` then checks each sample field by field)."""
+    if isinstance(samples, GraspBatch):
+        return samples
     try:
-        T = np.array([s.T_i0_i for s in samples], dtype=float).reshape(k, 16)
-        V = np.array([(s.V_i, s.dV_i) for s in samples], dtype=float).reshape(k, 12)
-        F = np.array([s.F_i for s in samples], dtype=float).reshape(k, 6)
-        g = np.array([_NO_GRAVITY if s.g_i is None else s.g_i for s in samples], dtype=float)
-        sensed = np.array([(s.has_torque, s.has_force) for s in samples], dtype=bool)
-        stamps = np.array([[s.stamp] for s in samples], dtype=float)
+        batch = GraspBatch.from_samples(samples)
     except (TypeError, ValueError):
-        return np.zeros(k, dtype=bool)
-    F = np.where(np.repeat(sensed, 3, axis=1), F, 0.0)  # an unsensed part may be NaN
-    return np.isfinite(np.concatenate([T, V, F, g.reshape(k, -1), stamps], axis=1)).all(axis=1)
-
-
-_NO_GRAVITY = np.zeros(3)
+        return None
+    return batch if all(s.robot_id == batch.robot_id for s in samples) else None
 
 
 def _sample_problem(sample: GraspSample) -> str:
-    """What makes a sample unusable for the team (non-finite or missing fields), or ''."""
+    """What makes a sample unusable for the team (non-finite, missing or misshapen fields),
+    or ''."""
     for name in ("T_i0_i", "V_i", "dV_i"):
         value = np.asarray(getattr(sample, name), dtype=float)
         if not np.all(np.isfinite(value)):
             return f"{name} is missing or not finite"
+    for name, shape in _SHAPES.items():
+        value = getattr(sample, name)
+        if value is not None and np.shape(value) != shape:
+            return f"{name} has shape {np.shape(value)}, not {shape}"
     F = np.asarray(sample.F_i, dtype=float)
     if sample.has_force and not np.all(np.isfinite(F[3:])):
         return "force is not finite"
@@ -828,3 +856,6 @@ def _sample_problem(sample: GraspSample) -> str:
     if not math.isfinite(sample.stamp):
         return "stamp is not finite"
     return ""
+
+
+_SHAPES = {"T_i0_i": (4, 4), "V_i": (6,), "dV_i": (6,), "F_i": (6,), "g_i": (3,)}

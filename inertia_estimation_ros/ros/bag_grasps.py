@@ -11,7 +11,7 @@ rclpy and goes through ``ingest.push_message`` as the node's would.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..bags import rclpy_class, read_bag
-from ..core.samples import GraspSample
+from ..bags import rclpy_class, read_bag, read_topic_records
+from ..core.samples import GraspBatch, GraspSample
 from .conversions import grasp_samples
 
 GRASP_STATE = "inertia_estimation_ros/msg/GraspState"
@@ -39,6 +39,77 @@ class GraspEntry:
     frame_id: str = ""
     samples: list[GraspSample] | None = None
     message: Any = None
+
+
+@dataclass
+class RobotStream:
+    """Every sample of one robot's ``grasp_state`` in a bag, decoded as one batch, with the
+    log time [ns] of each."""
+
+    timestamps: np.ndarray
+    batch: GraspBatch
+    frame_id: str
+
+
+def read_plain_streams(
+    path: str | Path, topics: dict[str, str], frame_of: Callable[[str], str]
+) -> dict[str, RobotStream] | None:
+    """Every robot's samples, read and decoded as arrays, when the whole bag is *plain*:
+    one indexed mcap file, one GraspState topic per robot (``topics``: robot -> topic),
+    every message of one CDR layout with the robot's id and grasp frame ``frame_of(robot)``
+    and no covariances, every value finite, the flags the same throughout and the stamps
+    increasing. Such samples are accepted by the pipeline as they come, whatever the order
+    of the robots. None for any other bag (``read_grasp_entries`` then reads it message by
+    message, as the coordinator would receive it)."""
+    records = read_topic_records(path, topics.values())
+    if records is None:
+        return None
+    streams = {}
+    for robot, topic in topics.items():
+        found = records[topic]
+        rows = found.rows() if found.msgtype == GRASP_STATE else None
+        batch = _plain_batch(robot, frame_of(robot), rows) if rows is not None else None
+        if batch is None:
+            return None
+        streams[robot] = RobotStream(found.timestamps, batch, frame_of(robot))
+    return streams
+
+
+def _plain_batch(robot: str, frame_id: str, rows: np.ndarray) -> GraspBatch | None:
+    """The samples of a robot's GraspState messages (bytes, one row each) when they are
+    plain (``read_plain_streams``), else None."""
+    layout = _layout(rows[0].tobytes())
+    if layout is None or layout[0] != robot or layout[1] != frame_id:
+        return None
+    _, _, _, length, pose = layout
+    ends = pose + 8 * DOUBLES + FLAGS
+    if np.any(rows[:, :4] != rows[0, :4]) or np.any(rows[:, 12:pose] != rows[0, 12:pose]):
+        return None  # another encoding or other strings further on
+    if np.any(rows[:, length - 16 :]):
+        return None  # covariances
+    flags = rows[:, ends - FLAGS : ends].astype(bool)
+    values = rows[:, pose : ends - FLAGS].copy().view("<f8")
+    if not (flags[:, :3].all() and (flags == flags[0]).all() and values[:, 3:7].any(axis=1).all()):
+        return None
+    has_force, has_torque, has_gravity = (bool(f) for f in flags[0, 3:])
+    batch = grasp_samples(
+        SimpleNamespace(
+            robot_id=robot,
+            sec=rows[:, 4:8].copy().view("<i4")[:, 0],
+            nanosec=rows[:, 8:12].copy().view("<u4")[:, 0],
+            position=values[:, 0:3].ravel(),
+            orientation=values[:, 3:7].ravel(),
+            twist=values[:, 7:13].ravel(),
+            twist_derivative=values[:, 13:19].ravel(),
+            wrench=values[:, 19:25].ravel(),
+            gravity=values[:, 25:28].ravel() if has_gravity else [],
+            has_force=has_force,
+            has_torque=has_torque,
+            has_gravity=has_gravity,
+        )
+    )
+    increasing = np.all(np.diff(batch.stamps) > 0)
+    return batch if increasing and batch.finite().all() else None
 
 
 def read_grasp_entries(path: str | Path, topics: Iterable[str]) -> list[GraspEntry]:

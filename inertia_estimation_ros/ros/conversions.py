@@ -27,7 +27,7 @@ from scipy.spatial.transform import Rotation
 from ..core.collaboration.human_wrench import ExternalWrenchEstimate
 from ..core.cooperative.estimate import TeamEstimate
 from ..core.inertial import InertialParameters
-from ..core.samples import GraspSample
+from ..core.samples import GraspBatch, GraspSample
 from ..core.spatial import transform
 from ..msg import ExternalWrench, GraspFrame, GraspState, GraspStateArray, PayloadEstimate
 
@@ -252,9 +252,10 @@ def _swap_halves(x: np.ndarray) -> np.ndarray:
     return np.concatenate([x[:, 3:], x[:, :3]], axis=1)
 
 
-def grasp_samples(msg: GraspStateArray) -> list[GraspSample]:
-    """GraspStateArray -> its K GraspSamples, as ``grasp_sample`` gives for the same samples
-    sent one by one (bit for bit). ValueError names an array of the wrong length."""
+def grasp_samples(msg: GraspStateArray) -> GraspBatch:
+    """GraspStateArray -> its K GraspSamples as one ``GraspBatch``, as ``grasp_sample`` gives
+    for the same samples sent one by one (bit for bit). ValueError names an array of the
+    wrong length."""
     k = len(msg.sec)
     lengths = {
         "nanosec": (msg.nanosec, 1),
@@ -272,7 +273,7 @@ def grasp_samples(msg: GraspStateArray) -> list[GraspSample]:
                 f"x {k} samples (len(sec))"
             )
     stamps = _values(msg.sec, np.int32).astype(np.int64)
-    stamps = (stamps + 1e-9 * _values(msg.nanosec, np.uint32).astype(np.int64)).tolist()
+    stamps = stamps + 1e-9 * _values(msg.nanosec, np.uint32).astype(np.int64)
     T = np.zeros((k, 4, 4))
     T[:, :3, :3] = rotations(_values(msg.orientation, float).reshape(k, 4))
     T[:, :3, 3] = _values(msg.position, float).reshape(k, 3)
@@ -284,12 +285,21 @@ def grasp_samples(msg: GraspStateArray) -> list[GraspSample]:
         F[:, :3] = np.nan
     if not msg.has_force:
         F[:, 3:] = np.nan
-    g = _values(msg.gravity, float).reshape(k, 3).copy() if msg.has_gravity else [None] * k
-    robot_id, has_force, has_torque = msg.robot_id, msg.has_force, msg.has_torque
-    return [
-        GraspSample(robot_id, stamp, T_j, V_j, dV_j, F_j, g_j, has_force, has_torque)
-        for stamp, T_j, V_j, dV_j, F_j, g_j in zip(stamps, T, V, dV, F, g, strict=True)
-    ]
+    g = np.full((k, 3), np.nan)
+    if msg.has_gravity:
+        g = _values(msg.gravity, float).reshape(k, 3).copy()
+    return GraspBatch(
+        msg.robot_id,
+        stamps=stamps,
+        T_i0_i=T,
+        V_i=V,
+        dV_i=dV,
+        F_i=F,
+        g_i=g,
+        has_g=np.full(k, bool(msg.has_gravity)),
+        has_force=np.full(k, bool(msg.has_force)),
+        has_torque=np.full(k, bool(msg.has_torque)),
+    )
 
 
 def to_grasp_state_array(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import spatial as sp
-from ..samples import GraspSample
+from ..samples import GraspBatch, GraspSample, SetBlock
 
 PEAK_RESOLUTION = 1e-3  # [grid steps] floor of an offset's standard deviation
 # The speed |omega| is not the Gaussian signal plus white noise that the bound assumes: near
@@ -191,21 +191,110 @@ GAP_PERIODS = 1.5  # a bracket wider than this many of the robot's sample period
 PERIOD_WINDOW = 64  # intervals over which a robot's sample period is the median
 
 
+# Where each column of a sample sits in a buffer's row of floats (flags as 0 / 1).
+_LAYOUT = {
+    "stamps": (0, ()),
+    "T_i0_i": (1, (4, 4)),
+    "V_i": (17, (6,)),
+    "dV_i": (23, (6,)),
+    "F_i": (29, (6,)),
+    "g_i": (35, (3,)),
+    "has_g": (38, ()),
+    "has_force": (39, ()),
+    "has_torque": (40, ()),
+}
+_WIDTH = 41
+
+
+def _row_matrix(batch: GraspBatch) -> np.ndarray:
+    """(K, _WIDTH) rows of a batch's columns."""
+    k = len(batch)
+    return np.concatenate(
+        [getattr(batch, name).reshape(k, -1) for name in _LAYOUT], axis=1, dtype=float
+    )
+
+
+def _from_rows(rows: np.ndarray) -> dict[str, np.ndarray]:
+    """The columns of (..., _WIDTH) rows, each its own contiguous array."""
+    lead = rows.shape[:-1]
+    columns = {}
+    for name, (start, shape) in _LAYOUT.items():
+        size = int(np.prod(shape, dtype=int))
+        column = rows[..., start : start + size].reshape(lead + shape)
+        columns[name] = column != 0 if name.startswith("has_") else column.copy()
+    return columns
+
+
+class _Columns:
+    """One robot's buffered samples as rows of floats (``_LAYOUT``), oldest first, in an
+    array that grows by doubling (rows [start, end) are the buffer), and their stamps."""
+
+    def __init__(self) -> None:
+        self.start = self.end = 0
+        self.data = np.empty((0, _WIDTH))
+        self.times = np.empty(0)
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+    @property
+    def stamps(self) -> np.ndarray:
+        return self.times[self.start : self.end]
+
+    def append(self, batch: GraspBatch) -> None:
+        k = len(batch)
+        if self.end + k > len(self.times):  # move the rows to the front, grow if still short
+            size = max(len(self.times), 2 * (len(self) + k), 64)
+            data, times = np.empty((size, _WIDTH)), np.empty(size)
+            data[: len(self)] = self.data[self.start : self.end]
+            times[: len(self)] = self.times[self.start : self.end]
+            self.data, self.times, self.start, self.end = data, times, 0, len(self)
+        self.data[self.end : self.end + k] = _row_matrix(batch)
+        self.times[self.end : self.end + k] = batch.stamps
+        self.end += k
+
+    def rows(self, index: np.ndarray) -> np.ndarray:
+        """The rows at buffer positions ``index`` (0: the oldest), copied."""
+        return self.data[self.start + index]
+
+    def sample(self, k: int) -> GraspSample:
+        """The sample at buffer position k as a GraspSample."""
+        c = _from_rows(self.data[self.start + k])
+        return GraspSample(
+            "",
+            float(c["stamps"]),
+            c["T_i0_i"],
+            c["V_i"],
+            c["dV_i"],
+            c["F_i"],
+            c["g_i"] if c["has_g"] else None,
+            bool(c["has_force"]),
+            bool(c["has_torque"]),
+        )
+
+
+WAIT, OLD, GAP = 1, 2, 3  # why a set cannot be formed (yet); 0: it can
+DROP_REASONS = {WAIT: "drop-out or late data", OLD: "old", GAP: "gap"}
+
+
 class StreamingAligner:
     """Buffers per-robot samples and emits synchronized sets on the reference time base.
 
-    ``push`` one sample at a time (any robot, any order across robots, increasing stamps per
-    robot). ``pop_ready`` returns every set that can be formed: for each reference sample at
-    t, every other robot i needs samples bracketing t + offset_i no more than ``max_gap``
-    apart and no more than ``GAP_PERIODS`` of its sample period (the median interval of its
-    last ``PERIOD_WINDOW`` samples) and with no refused sample between them (``hole``):
-    only neighbouring samples are interpolated between. A sample lost, refused or out of
-    order leaves a gap that no set spans, since the estimator's noise model holds for
+    ``push`` one sample at a time or ``push_batch`` a ``GraspBatch`` (any robot, any order
+    across robots, increasing stamps per robot). ``pop_block`` returns every set that can be
+    formed, as one ``SetBlock`` (``pop_ready``: as GraspSample sets): for each reference
+    sample at t, every other robot i needs samples bracketing t + offset_i no more than
+    ``max_gap`` apart and no more than ``GAP_PERIODS`` of its sample period (the median
+    interval of its last ``PERIOD_WINDOW`` samples) and with no refused sample between them
+    (``hole``): only neighbouring samples are interpolated between. A sample lost, refused or
+    out of order leaves a gap that no set spans, since the estimator's noise model holds for
     measured samples, not for interpolation across a gap (issue 15: 1 in 4 samples lost
     moved a grasp 1.1 mm, 250 sigma). A set waits for the sample after its bracket, so that
     one arriving out of order is seen as a hole first. Sets that cannot be formed within
     ``max_delay`` of the newest reference sample are dropped and counted in ``dropped``
-    (with the reason). Memory is bounded by ``buffer_seconds`` per robot.
+    (with the reason). Memory is bounded by ``buffer_seconds`` per robot. Samples are kept
+    as arrays per robot and the brackets of all pending sets found at once
+    (``np.searchsorted``).
     """
 
     def __init__(
@@ -225,7 +314,7 @@ class StreamingAligner:
         self.offsets = {r: 0.0 for r in robot_ids}
         self.set_offsets(offsets or {})
         self.max_gap, self.max_delay, self.buffer_seconds = max_gap, max_delay, buffer_seconds
-        self._buffers: dict[str, deque] = {r: deque() for r in robot_ids}
+        self._buffers: dict[str, _Columns] = {r: _Columns() for r in robot_ids}
         self._intervals: dict[str, deque] = {r: deque(maxlen=PERIOD_WINDOW) for r in robot_ids}
         self._widest: dict[str, float] = dict.fromkeys(robot_ids, max_gap)
         self._new_intervals: set[str] = set()  # robots whose ``_widest`` is out of date
@@ -241,18 +330,39 @@ class StreamingAligner:
 
     def push(self, sample: GraspSample) -> str:
         """Buffer a sample; returns '' or why it was refused (unknown robot, stamp order)."""
-        buffer = self._buffers.get(sample.robot_id)
-        if buffer is None:
+        if sample.robot_id not in self._buffers:
             return f"unknown robot {sample.robot_id!r}"
-        if not np.isfinite(sample.stamp) or (buffer and sample.stamp <= buffer[-1].stamp):
+        return self.push_batch(GraspBatch.from_samples([sample]))[0]
+
+    def push_batch(self, batch: GraspBatch) -> list[str]:
+        """``push`` for every sample of a batch of one robot: the same refusals, the samples
+        in order buffered at once."""
+        buffer = self._buffers.get(batch.robot_id)
+        if buffer is None:
+            return [f"unknown robot {batch.robot_id!r}"] * len(batch)
+        stamps = batch.stamps
+        steps = stamps[1:] - stamps[:-1]
+        last = buffer.times[buffer.end - 1] if len(buffer) else -np.inf
+        finite = np.isfinite(stamps[0]) and np.isfinite(stamps[-1])
+        if not (finite and stamps[0] > last and (steps > 0).all()):
+            return [self._push_row(batch, k) for k in range(len(batch))]  # one by one
+        intervals = self._intervals[batch.robot_id]
+        if len(buffer):  # the intervals after the buffer's newest sample
+            intervals.append(float(stamps[0] - last))
+        intervals.extend(steps.tolist())
+        if len(buffer) or len(steps):
+            self._new_intervals.add(batch.robot_id)
+        buffer.append(batch)
+        stamps = buffer.stamps
+        if stamps[-1] - stamps[0] > self.buffer_seconds:
+            buffer.start += int(np.count_nonzero(stamps[-1] - stamps > self.buffer_seconds))
+        return [""] * len(batch)
+
+    def _push_row(self, batch: GraspBatch, k: int) -> str:
+        buffer, stamp = self._buffers[batch.robot_id], batch.stamps[k]
+        if not np.isfinite(stamp) or (len(buffer) and stamp <= buffer.stamps[-1]):
             return "non-monotonic stamp"
-        if buffer:
-            self._intervals[sample.robot_id].append(sample.stamp - buffer[-1].stamp)
-            self._new_intervals.add(sample.robot_id)
-        buffer.append(sample)
-        while buffer[-1].stamp - buffer[0].stamp > self.buffer_seconds:
-            buffer.popleft()
-        return ""
+        return self.push_batch(batch.rows(slice(k, k + 1)))[0]
 
     def hole(self, robot_id: str, stamp: float) -> None:
         """A sample of ``robot_id`` at ``stamp`` (its clock) was refused: no set is
@@ -262,25 +372,31 @@ class StreamingAligner:
             return
         bisect.insort(holes, float(stamp))
         buffer = self._buffers[robot_id]
-        oldest = buffer[0].stamp if buffer else stamp - self.buffer_seconds
+        oldest = buffer.stamps[0] if len(buffer) else stamp - self.buffer_seconds
         del holes[: bisect.bisect_left(holes, oldest)]
 
-    def _bracket(self, rid: str, stamp: float) -> tuple[GraspSample, GraspSample] | str:
-        """(a, b) around stamp, or 'wait' (not there yet) or 'gap'/'old' (cannot be formed)."""
-        buffer = self._buffers[rid]
-        if not buffer or buffer[-1].stamp < stamp:
-            return "wait"
-        if buffer[0].stamp > stamp:
-            return "old"
-        k = bisect.bisect_left(buffer, stamp, key=lambda s: s.stamp)
-        if buffer[k].stamp == stamp:
-            return buffer[k], buffer[k]
-        if k == len(buffer) - 1:
-            return "wait"  # for the next sample: one out of order may still fill the bracket
-        a, b = buffer[k - 1], buffer[k]
-        holes = self._holes[rid]
-        spans_hole = bisect.bisect_right(holes, a.stamp) < bisect.bisect_left(holes, b.stamp)
-        return (a, b) if b.stamp - a.stamp <= self._widest_gap(rid) and not spans_hole else "gap"
+    def _brackets(self, rid: str, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per target stamp: (0, WAIT, OLD or GAP: can a bracket be formed, as ``_bracket``
+        decided one by one; index of its sample after, or the exact one)."""
+        stamps = self._buffers[rid].stamps
+        n = len(stamps)
+        if not n:
+            return np.full(len(targets), WAIT), np.zeros(len(targets), dtype=int)
+        after = np.minimum(np.searchsorted(stamps, targets, side="left"), n - 1)
+        exact = stamps[after] == targets
+        status = np.where(exact | (targets < stamps[n - 1]) & (after < n - 1), 0, WAIT)
+        between = ~exact & (status == 0)
+        if between.any():  # brackets of two samples: not wider than a gap, no hole inside
+            a, b = stamps[after - 1], stamps[after]
+            wide = b - a > self._widest_gap(rid)
+            holes = self._holes[rid]
+            if holes:
+                spans = np.searchsorted(holes, a, "right") < np.searchsorted(holes, b, "left")
+                wide |= spans
+            status[between & wide] = GAP
+        if stamps[0] > targets[0]:
+            status[stamps[0] > targets] = OLD
+        return status, after
 
     def _widest_gap(self, rid: str) -> float:
         """The widest bracket of ``rid`` from the median of its last intervals, taken when
@@ -291,27 +407,50 @@ class StreamingAligner:
             self._widest[rid] = min(self.max_gap, GAP_PERIODS * period)
         return self._widest[rid]
 
-    def pop_ready(self) -> list[dict[str, GraspSample]]:
-        """Every synchronized set that can be formed now, oldest first."""
-        out = []
+    def pop_block(self) -> SetBlock:
+        """Every synchronized set that can be formed now, oldest first, as one block."""
         reference = self._buffers[self.reference_id]
-        while reference:
-            head = reference[0]
-            t = head.stamp
-            parts, status = {self.reference_id: head}, ""
-            for rid in self.robot_ids:
-                if rid == self.reference_id:
-                    continue
-                bracket = self._bracket(rid, t + self.offsets[rid])
-                if isinstance(bracket, str):
-                    status = bracket
-                    break
-                parts[rid] = interpolate_sample(*bracket, t + self.offsets[rid], t)
-            if status == "wait" and reference[-1].stamp - t <= self.max_delay:
-                break
-            reference.popleft()
-            if status:
-                self.dropped["drop-out or late data" if status == "wait" else status] += 1
+        t = reference.stamps
+        status = np.zeros(len(t), dtype=int)
+        brackets = {}
+        for rid in self.robot_ids:
+            if rid != self.reference_id and len(t):
+                mine, after = self._brackets(rid, t + self.offsets[rid])
+                status = np.where(status == 0, mine, status)
+                brackets[rid] = after
+        waiting = (status == WAIT) & (t[-1:] - t <= self.max_delay)
+        popped = int(np.argmax(waiting)) if waiting.any() else len(t)
+        for code, count in zip(*np.unique(status[:popped], return_counts=True), strict=True):
+            if code:
+                self.dropped[DROP_REASONS[code]] += int(count)
+        good = np.flatnonzero(status[:popped] == 0)
+        block = SetBlock.empty(self.robot_ids)
+        if len(good):
+            block = self._block(t[good], good, {r: a[good] for r, a in brackets.items()})
+        reference.start += popped
+        return block
+
+    def _block(self, t: np.ndarray, rows: np.ndarray, after: dict[str, np.ndarray]) -> SetBlock:
+        """The sets at reference stamps ``t`` (reference rows ``rows``, the other robots'
+        brackets ending at ``after``), every sample stamped t."""
+        parts = []
+        for rid in self.robot_ids:
+            if rid == self.reference_id:
+                parts.append(self._buffers[rid].rows(rows))
                 continue
-            out.append({r: parts[r] for r in self.robot_ids})
-        return out
+            buffer, index = self._buffers[rid], after[rid]
+            part = buffer.rows(index)
+            target = t + self.offsets[rid]
+            for q in np.flatnonzero(part[:, 0] != target):  # between two samples
+                a, b = buffer.sample(index[q] - 1), buffer.sample(index[q])
+                between = interpolate_sample(a, b, target[q], t[q])
+                part[q] = _row_matrix(GraspBatch.from_samples([between]))[0]
+            parts.append(part)
+        columns = _from_rows(np.stack(parts, axis=1))
+        columns["stamps"] = np.repeat(t[:, None], len(self.robot_ids), axis=1)
+        return SetBlock(self.robot_ids, **columns)
+
+    def pop_ready(self) -> list[dict[str, GraspSample]]:
+        """``pop_block`` as GraspSample sets."""
+        block = self.pop_block()
+        return [block.set_at(q) for q in range(len(block))]

@@ -621,7 +621,7 @@ def _noise_trimmed(points: np.ndarray, noise: float) -> np.ndarray:
 
 def _expected_maximum(m: np.ndarray) -> np.ndarray:
     """The expected largest of m standard normal samples, to first order in the
-    extreme-value expansion: b - (ln ln m + ln 4 pi) / (2 b), b = sqrt(2 ln m); 0 for m < 3."""
+    extreme-value expansion: b - (ln ln m + ln 4 pi) / (2 b), b = sqrt(2 ln m) (m >= 3)."""
     m = np.maximum(np.asarray(m, dtype=float), 3.0)
     b = np.sqrt(2 * np.log(m))
     return np.maximum(b - (np.log(np.log(m)) + np.log(4 * np.pi)) / (2 * b), 0.0)

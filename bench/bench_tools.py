@@ -7,10 +7,11 @@ noise on the wrench and on alpha, a at the low, moderate and high levels. Each m
 gets the shape as (a) its axis-aligned bounding box, (b) the true shape (a segmentation
 that got it right), (c) a triangle mesh of its surface (``VoxelShape.from_mesh``, 5 mm
 voxels), (d) a segmented point cloud (``VoxelShape.from_points``: 3000 surface points
-with 0.5 mm noise, 5 mm voxels). Errors are paper 001's Eqs. 10-12 (% of the mass, of the bounding
-box edges, of the box inertia; the mean of the six inertia entries), averaged over
-objects and seeds. "spread 4" lets the density vary by 400 % instead of 50 % about the
-uniform fill, which suits a bounding box that the tool only partly fills.
+with 0.5 mm noise, stated to it as ``noise``, 5 mm voxels). Errors are paper 001's Eqs.
+10-12 (% of the mass, of the bounding box edges, of the box inertia; the mean of the six
+inertia entries), averaged over objects and seeds. "spread 4" lets the density vary by
+400 % instead of 50 % about the uniform fill, which suits a bounding box that the tool
+only partly fills.
 
 This is NOT the published 20-object dataset: the published part-segmentation method's
 figures (10.0 / 10.8 / 13.7 % inertia error at low / moderate / high noise, from the
@@ -164,7 +165,7 @@ def main() -> None:
             "true shape": ShapeUnion([part for part, _ in parts]),
             "mesh": VoxelShape.from_mesh(*_mesh(parts), pitch=0.005),
             "point cloud": VoxelShape.from_points(
-                _point_cloud(parts, np.random.default_rng(99)), pitch=0.005
+                _point_cloud(parts, np.random.default_rng(99)), pitch=0.005, noise=5e-4
             ),
         }
         for level, (alpha, a, force, torque) in LEVELS.items():

@@ -312,6 +312,31 @@ def test_point_cloud_of_a_tilted_solid_covers_it_with_few_boxes():
     assert not np.any(in_voxels & ~in_parts) and in_voxels.sum() < in_parts.sum()
 
 
+def test_stated_noise_gives_a_noisy_cloud_the_extent_of_its_surface():
+    """A 1.5 mm plate sampled with 0.5 mm noise: its raw cloud spans over 4 mm and is
+    modelled that thick; with the noise stated, the extent of every axis is within 0.5 mm
+    of the plate's (the voxel grid starts at its corner, not at an outlier), and the
+    solid's volume is close to the plate's. A noise-free cloud is unchanged by noise=0."""
+    rng = np.random.default_rng(5)
+    plate = Box([0.05, 0.015, 0.00075])
+    vertices, faces = _box_mesh([plate])
+    surface = surface_samples(vertices[faces], 1e-3)
+    surface = surface[rng.choice(len(surface), 3000, replace=False)]
+    cloud = surface + rng.normal(0, 5e-4, surface.shape)
+    raw, trimmed = (
+        VoxelShape.from_points(cloud, 0.005),
+        VoxelShape.from_points(cloud, 0.005, noise=5e-4),
+    )
+    assert np.ptp(np.array(raw.aabb()), axis=0)[2] > 4e-3
+    np.testing.assert_allclose(np.array(trimmed.aabb()), np.array(plate.aabb()), atol=5e-4)
+    grid = rng.uniform(-0.06, 0.06, size=(200000, 3)) * [1, 0.4, 0.05]
+    box_volume = 0.12 * 0.048 * 0.006
+    volume = box_volume * trimmed.contains(grid).mean()
+    assert volume < 1.6 * np.prod(2 * plate.half_extents) < box_volume * raw.contains(grid).mean()
+    exact = VoxelShape.from_points(surface, 0.005, noise=0.0)
+    np.testing.assert_array_equal(exact.aabb(), VoxelShape.from_points(surface, 0.005).aabb())
+
+
 def test_bad_meshes_and_clouds_are_refused():
     vertices, faces = _box_mesh(L_ARMS[:1])
     with pytest.raises(ValueError, match="index the vertices"):
@@ -322,3 +347,5 @@ def test_bad_meshes_and_clouds_are_refused():
         VoxelShape.from_points(np.zeros((5, 3)), 0.005)
     with pytest.raises(ValueError, match="pitch"):
         VoxelShape.from_points(vertices, 0.0)
+    with pytest.raises(ValueError, match="noise"):
+        VoxelShape.from_points(vertices, 0.005, noise=-1e-3)

@@ -590,11 +590,41 @@ class VoxelShape(ShapeUnion):
         pitch: float,
         relaxation: Relaxation = "quadratic",
         max_parts: int = 12,
+        noise: float = 0.0,
     ) -> VoxelShape:
         """A segmented point cloud of the object (surface or volume samples, in the body
         frame). One voxel of closing seals gaps up to a voxel wide: ``pitch`` should be about
-        the cloud's point spacing or more."""
+        the cloud's point spacing or more. ``noise``: the standard deviation of the points
+        about the surface (e.g. the depth sensor's); the cloud's extent is then that of the
+        surface, not that of its outermost noisy points (``_noise_trimmed``)."""
+        points = _noise_trimmed(np.asarray(points, dtype=float), noise)
         return cls(points, pitch, relaxation, max_parts, closing=1)
+
+
+def _noise_trimmed(points: np.ndarray, noise: float) -> np.ndarray:
+    """The points clipped to the surface's estimated bounding box: each face of the
+    cloud's box moved inwards by the expected outermost of the m Gaussian deviations that
+    scatter about it (``_expected_maximum``), m being the points within 4 noise of that
+    face. Without it a 0.5 mm noise makes a 1.5 mm plate about 5 mm thick and shifts the
+    voxel grid, which starts at the cloud's corner. Overstating the noise shrinks the
+    solid below the object's: when unsure, err low."""
+    if not noise >= 0:
+        raise ValueError(f"noise must be non-negative, got {noise}")
+    if noise == 0 or points.ndim != 2 or len(points) == 0 or not np.all(np.isfinite(points)):
+        return points
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    inner_lo = lo + noise * _expected_maximum(np.sum(points <= lo + 4 * noise, axis=0))
+    inner_hi = hi - noise * _expected_maximum(np.sum(points >= hi - 4 * noise, axis=0))
+    middle = np.clip((inner_lo + inner_hi) / 2, lo, hi)  # a plate thinner than its noise
+    return np.clip(points, np.minimum(inner_lo, middle), np.maximum(inner_hi, middle))
+
+
+def _expected_maximum(m: np.ndarray) -> np.ndarray:
+    """The expected largest of m standard normal samples, to first order in the
+    extreme-value expansion: b - (ln ln m + ln 4 pi) / (2 b), b = sqrt(2 ln m) (m >= 3)."""
+    m = np.maximum(np.asarray(m, dtype=float), 3.0)
+    b = np.sqrt(2 * np.log(m))
+    return np.maximum(b - (np.log(np.log(m)) + np.log(4 * np.pi)) / (2 * b), 0.0)
 
 
 def surface_samples(triangles: np.ndarray, spacing: float) -> np.ndarray:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 
 import pytest
 import rclpy
@@ -110,7 +111,7 @@ REASONS = (
 )
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(200)
 def test_malformed_input_is_refused_and_counted_and_a_looping_stream_restarts(
     tmp_path, graph, messages
 ):
@@ -127,7 +128,8 @@ def test_malformed_input_is_refused_and_counted_and_a_looping_stream_restarts(
         assert wait_for(lambda: int(listener.value("estimate", "restarts")) >= 1, SLOW)
         assert listener.value("worker", "internal errors") == "0"
         count = len(listener.estimates)
-        assert wait_for(lambda: len(listener.estimates) > count + 3, SLOW)  # still estimating
+        # still estimating (solves after each restart wait 3x the last one's duration)
+        assert wait_for(lambda: len(listener.estimates) > count + 3, 2 * SLOW)
         refused = {k for k in listener.values("robot_1") if k.startswith("rejected")}
         assert refused <= {"rejected: from before a clock jump"}  # robot_1 sends no bad data
     finally:
@@ -144,6 +146,7 @@ def test_a_coordinator_killed_mid_run_and_started_again_recovers(tmp_path, graph
     try:
         assert wait_for(lambda: listener.estimates[-1].grasps_valid, SLOW)
         first.kill()
+        time.sleep(1.0)  # what the killed process had in flight arrives before the clear
         listener.estimates.clear()
         passes = publisher.passes
         second = CoordinatorProcess(tmp_path)

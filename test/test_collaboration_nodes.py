@@ -125,18 +125,25 @@ def test_the_coordinator_output_publishes_the_pushing_hand(ros_context) -> None:
     node.destroy_node()
 
 
-@pytest.mark.timeout(60)
-def test_the_coordinator_output_sums_simultaneous_samples_once_per_instant(ros_context) -> None:
-    """At the robots' rate, one wrench per instant, published when the last robot's sample of
-    that instant arrives, whatever the order (the reference robot a sample ahead, batches);
-    a robot that falls silent stops the output (counted), its late batch resumes it."""
-    team, payload, t, sim, truth = _pushing_hand(60)
+def _following_output(ros_context, team, payload) -> tuple:
+    """(node, ExternalWrenchOutput) at 100 Hz following a pipeline that holds ``payload``'s
+    estimate."""
     node = _output_node(ros_context, 100.0)
     settings = PipelineSettings(estimate_clock_offsets=False)
     pipeline = TeamPipeline(team.robot_ids, team.reference_id, settings)
     pipeline.last_estimate = _estimate(team, payload)
     output = ExternalWrenchOutput(node, settings.frame_of, team.robot_ids, team.reference_id)
     output.follow(pipeline)
+    return node, output
+
+
+@pytest.mark.timeout(60)
+def test_the_coordinator_output_sums_simultaneous_samples_once_per_instant(ros_context) -> None:
+    """At the robots' rate, one wrench per instant, published when the last robot's sample of
+    that instant arrives, whatever the order (the reference robot a sample ahead, batches);
+    a robot that falls silent stops the output (counted), its late batch resumes it."""
+    team, payload, t, sim, truth = _pushing_hand(60)
+    node, output = _following_output(ros_context, team, payload)
     sample = {r: sim.exact[r].sample for r in team.robot_ids}
     published: dict[int, object] = {}
 
@@ -173,12 +180,7 @@ def test_the_coordinator_output_skips_repeated_samples_and_restarts_after_a_cloc
     nothing; a batch whose stamps are far back (a looping bag) restarts the history, and the
     wrenches go on from the new stamps, exact."""
     team, payload, t, sim, truth = _pushing_hand(20)
-    node = _output_node(ros_context, 100.0)
-    settings = PipelineSettings(estimate_clock_offsets=False)
-    pipeline = TeamPipeline(team.robot_ids, team.reference_id, settings)
-    pipeline.last_estimate = _estimate(team, payload)
-    output = ExternalWrenchOutput(node, settings.frame_of, team.robot_ids, team.reference_id)
-    output.follow(pipeline)
+    node, output = _following_output(ros_context, team, payload)
 
     def batch(rid: str, ks: range, shift: float = 0.0) -> list:
         return [dataclasses.replace(sim.exact[rid].sample(k), stamp=t[k] - shift) for k in ks]

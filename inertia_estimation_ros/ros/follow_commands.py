@@ -16,15 +16,18 @@ import functools
 from typing import NamedTuple
 
 import numpy as np
-from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from geometry_msgs.msg import Pose, PoseStamped, TwistStamped, WrenchStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.serialization import deserialize_message, serialize_message
+from std_msgs.msg import Header
 
 from ..core.collaboration.following import model_wrench, share_maps
 from ..msg import PayloadEstimate
 from .conversions import pose_matrix, to_pose, to_wrench, transform_matrix, twist_vector
 from .interface import LATCHED_QOS, RELIABLE_QOS, Topic
 from .parameters import Param
+from .serialized import STAMP, StampedLayout, pose_values
 
 PUBLISHES = [
     Topic(
@@ -98,14 +101,22 @@ class FollowCommands:
         self.V_s = np.zeros(6)
         self._pose = node.create_publisher(PoseStamped, "~/command/pose", RELIABLE_QOS)
         self._wrench = node.create_publisher(WrenchStamped, "~/command/wrench", RELIABLE_QOS)
+        # The reference in and the commands out as serialized bytes (``serialized``): the
+        # pose command is the reference's bytes with the grasp's pose written in.
+        self._layouts = (
+            StampedLayout(PoseStamped(), 7),
+            StampedLayout(TwistStamped(), 6),
+            StampedLayout(WrenchStamped(header=Header(frame_id=grasp_frame)), 6),
+        )
         # A group of their own, reentrant: on the robot node's multi-threaded executor they
         # neither wait for its joint-state callbacks nor make it spin (holding the GIL) while
         # one of them runs. Each callback replaces one attribute; on_reference reads each once.
         group = ReentrantCallbackGroup()
         subscribe = functools.partial(node.create_subscription, callback_group=group)
         subscribe(PayloadEstimate, "/payload_estimate", self.on_estimate, LATCHED_QOS)
-        subscribe(PoseStamped, "/planner_node/reference/pose", self.on_reference, RELIABLE_QOS)
-        subscribe(TwistStamped, "/planner_node/reference/twist", self.on_twist, RELIABLE_QOS)
+        reference, twist = "/planner_node/reference/pose", "/planner_node/reference/twist"
+        subscribe(PoseStamped, reference, self.on_reference_bytes, RELIABLE_QOS, raw=True)
+        subscribe(TwistStamped, twist, self.on_twist_bytes, RELIABLE_QOS, raw=True)
 
     def on_estimate(self, msg: PayloadEstimate) -> None:
         """The model and this robot's grasp and share map, once per estimate (not per
@@ -123,10 +134,20 @@ class FollowCommands:
         if np.all(np.isfinite(V)):
             self.V_s = V
 
+    def on_twist_bytes(self, raw: bytes) -> None:
+        """``on_twist`` of a serialized TwistStamped (the subscription's callback)."""
+        numbers = self._layouts[1].read(raw) if self._layouts[1].usable else None
+        if numbers is None:  # not this RMW's encoding
+            self.on_twist(deserialize_message(raw, TwistStamped))
+            return
+        V = np.array(numbers[3:] + numbers[:3])  # angular first, as twist_vector
+        if np.all(np.isfinite(V)):
+            self.V_s = V
+
     def on_reference(self, msg: PoseStamped) -> tuple[PoseStamped, WrenchStamped] | None:
         """Publish this robot's command for a reference pose; returns what was published."""
-        T_w_s, model, V_s = pose_matrix(msg.pose), self.model, self.V_s
-        if model is None or not np.all(np.isfinite(T_w_s)):
+        T_w_s, model, V_s = _pose_matrix(msg.pose), self.model, self.V_s
+        if model is None or T_w_s is None:
             return None
         F_s = model_wrench(T_w_s, V_s, np.zeros(6), model.theta, self.gravity)
         pose = PoseStamped(header=msg.header, pose=to_pose(T_w_s @ model.T_s_i))
@@ -135,3 +156,38 @@ class FollowCommands:
         wrench.header.stamp, wrench.header.frame_id = msg.header.stamp, self.grasp_frame
         self._wrench.publish(wrench)
         return pose, wrench
+
+    def on_reference_bytes(self, raw: bytes) -> tuple[bytes, bytes] | None:
+        """``on_reference`` of a serialized PoseStamped (the subscription's callback): the
+        same commands, as serialized bytes; returns what was published."""
+        reference, _, wrench_layout = self._layouts
+        usable = reference.usable and wrench_layout.usable
+        numbers = reference.read(raw) if usable else None
+        if numbers is None:  # not this RMW's encoding: as messages
+            published = self.on_reference(deserialize_message(raw, PoseStamped))
+            return None if published is None else tuple(map(serialize_message, published))
+        model, V_s = self.model, self.V_s
+        x, y, z, qx, qy, qz, qw = numbers
+        pose = Pose()
+        pose.position.x, pose.position.y, pose.position.z = x, y, z
+        pose.orientation.x, pose.orientation.y = qx, qy
+        pose.orientation.z, pose.orientation.w = qz, qw
+        T_w_s = _pose_matrix(pose)
+        if model is None or T_w_s is None:
+            return None
+        pose_bytes = reference.renumbered(raw, pose_values(T_w_s @ model.T_s_i))
+        self._pose.publish(pose_bytes)  # leaves before the wrench share is computed
+        F_s = model_wrench(T_w_s, V_s, np.zeros(6), model.theta, self.gravity)
+        F_i = (model.share @ F_s).tolist()
+        wrench_bytes = wrench_layout.encode(raw[STAMP], F_i[3:] + F_i[:3])
+        self._wrench.publish(wrench_bytes)
+        return pose_bytes, wrench_bytes
+
+
+def _pose_matrix(pose: Pose) -> np.ndarray | None:
+    """T of a reference pose; None if it has non-finite values or a zero quaternion."""
+    try:
+        T = pose_matrix(pose)
+    except ValueError:
+        return None
+    return T if np.all(np.isfinite(T)) else None

@@ -53,6 +53,7 @@ from ..conversions import (
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Topic
 from ..parameters import Param, ParameterError, declare
 from ..runtime import diagnostics, run_executable, steady_timer
+from ..serialized import GraspStateLayout, StampedLayout, stamp_bytes
 
 # tf2_ros's static listener: reliable, transient local, a deep history.
 TF_STATIC_QOS = QoSProfile(
@@ -300,6 +301,14 @@ class RobotNode(Node):
         }
         self._diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
         s = self.settings
+        self._frames = s.frame_id(s.grasp_frame), s.frame_id(s.home_frame)
+        grasp = Header(frame_id=self._frames[0])
+        self._layouts = {  # the outputs as serialized bytes (ros/serialized.py)
+            "grasp_state": GraspStateLayout(s.robot_id, *self._frames),
+            "grasp_twist": StampedLayout(TwistStamped(header=grasp), 6),
+            "grasp_wrench": StampedLayout(WrenchStamped(header=grasp), 6),
+        }
+        self._serialized = all(layout.usable for layout in self._layouts.values())
         if s.kinematics_source == "joint_states":
             if not p.robot_description:  # first: executors serve subscriptions in this order
                 self.create_subscription(String, "robot_description", self._on_urdf, LATCHED_QOS)
@@ -435,18 +444,33 @@ class RobotNode(Node):
         if self._batch_size > 1:
             self._add_to_batch(samples)
             return
-        s = self.settings
         for sample in samples:
-            self._outputs["grasp_state"].publish(
-                to_grasp_state(sample, s.frame_id(s.grasp_frame), s.frame_id(s.home_frame))
-            )
-            header = Header(stamp=to_time(sample.stamp), frame_id=s.frame_id(s.grasp_frame))
-            self._outputs["grasp_twist"].publish(
-                TwistStamped(header=header, twist=to_twist(sample.V_i))
-            )
-            if sample.has_force:
-                wrench = to_wrench(np.nan_to_num(sample.F_i))
-                self._outputs["grasp_wrench"].publish(WrenchStamped(header=header, wrench=wrench))
+            state = self._layouts["grasp_state"].encode(sample) if self._serialized else None
+            if state is None:  # a layout this RMW does not share, or covariances
+                state = to_grasp_state(sample, *self._frames)
+            self._outputs["grasp_state"].publish(state)
+            self._publish_plots(sample)
+
+    def _publish_plots(self, sample: GraspSample) -> None:
+        """grasp_twist and grasp_wrench of a sample, if anyone listens (plots, RViz)."""
+        twist, wrench = self._outputs["grasp_twist"], self._outputs["grasp_wrench"]
+        send_twist = twist.get_subscription_count() > 0
+        send_wrench = sample.has_force and wrench.get_subscription_count() > 0
+        if not (send_twist or send_wrench):
+            return
+        F = np.nan_to_num(sample.F_i)
+        if self._serialized:
+            stamp, V, F = stamp_bytes(sample.stamp), sample.V_i.tolist(), F.tolist()
+            if send_twist:
+                twist.publish(self._layouts["grasp_twist"].encode(stamp, V[3:] + V[:3]))
+            if send_wrench:
+                wrench.publish(self._layouts["grasp_wrench"].encode(stamp, F[3:] + F[:3]))
+            return
+        header = Header(stamp=to_time(sample.stamp), frame_id=self._frames[0])
+        if send_twist:
+            twist.publish(TwistStamped(header=header, twist=to_twist(sample.V_i)))
+        if send_wrench:
+            wrench.publish(WrenchStamped(header=header, wrench=to_wrench(F)))
 
     def _add_to_batch(self, samples: list[GraspSample]) -> None:
         for sample in samples:
@@ -462,19 +486,9 @@ class RobotNode(Node):
 
     def _publish_batch(self) -> None:
         """The waiting samples as one GraspStateArray; twist and wrench of the newest."""
-        s, batch, self._batch = self.settings, self._batch, []
-        frame = s.frame_id(s.grasp_frame)
-        self._outputs["grasp_state_array"].publish(
-            to_grasp_state_array(batch, frame, s.frame_id(s.home_frame))
-        )
-        newest = batch[-1]
-        header = Header(stamp=to_time(newest.stamp), frame_id=frame)
-        self._outputs["grasp_twist"].publish(
-            TwistStamped(header=header, twist=to_twist(newest.V_i))
-        )
-        if newest.has_force:
-            wrench = to_wrench(np.nan_to_num(newest.F_i))
-            self._outputs["grasp_wrench"].publish(WrenchStamped(header=header, wrench=wrench))
+        batch, self._batch = self._batch, []
+        self._outputs["grasp_state_array"].publish(to_grasp_state_array(batch, *self._frames))
+        self._publish_plots(batch[-1])
 
     def _publish_diagnostics(self) -> None:
         signals = self.signals

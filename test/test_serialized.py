@@ -1,0 +1,147 @@
+"""ros/serialized.py: the robot node's messages as serialized bytes are the messages that
+``conversions`` builds, number for number, and the commands that robot_node publishes from a
+serialized reference are those of the message path (follow_commands)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from rclpy.node import Node
+from rclpy.serialization import deserialize_message, serialize_message
+from scipy.spatial.transform import Rotation
+from std_msgs.msg import Header
+
+from inertia_estimation_ros.core import spatial as sp
+from inertia_estimation_ros.core.samples import GraspSample
+from inertia_estimation_ros.msg import GraspFrame, GraspState, PayloadEstimate
+from inertia_estimation_ros.ros.conversions import to_grasp_state, to_pose, to_time, to_transform
+from inertia_estimation_ros.ros.follow_commands import PARAMETERS, FollowCommands
+from inertia_estimation_ros.ros.parameters import declare
+from inertia_estimation_ros.ros.serialized import (
+    STAMP,
+    GraspStateLayout,
+    StampedLayout,
+    quaternion,
+    stamp_bytes,
+)
+from inertia_estimation_ros.sim import analytic as an
+
+
+def test_quaternions_are_scipys_bit_for_bit():
+    """Random rotations, products of two (orthonormal to round-off), the half turns and the
+    identity (every branch of the method); scipy's own path for the rest."""
+    rotations = Rotation.random(20000, random_state=3).as_matrix()
+    products = rotations[:10000] @ rotations[10000:]
+    half_turns = [np.diag(d) for d in ([1.0, -1, -1], [-1.0, 1, -1], [-1.0, -1, 1])]
+    for R in [*rotations, *products, *half_turns, np.eye(3)]:
+        assert quaternion(R) == tuple(Rotation.from_matrix(R).as_quat().tolist())
+    skewed = rotations[0] + 1e-6  # scipy orthonormalizes it first (SVD)
+    assert quaternion(skewed) == tuple(Rotation.from_matrix(skewed).as_quat().tolist())
+    with pytest.raises(ValueError, match="determinant"):
+        quaternion(-np.eye(3))
+
+
+def samples(robot_id: str, count: int = 200) -> list[GraspSample]:
+    """Random samples with every flag and non-finite pattern robot_node can produce."""
+    rng = np.random.default_rng(7)
+    out = []
+    for k in range(count):
+        T = sp.transform(Rotation.random(random_state=k).as_matrix(), rng.normal(size=3))
+        F = rng.normal(size=6) * 10
+        if k % 3 == 0:
+            F[:3] = np.nan  # a gimbal: no moment
+        if k % 7 == 0:
+            F[:] = np.nan  # F/T data missing
+        g = None if k % 5 == 0 else rng.normal(size=3)
+        out.append(
+            GraspSample(
+                robot_id,
+                1e9 + 0.01 * k + 1e-10 * k,
+                np.full((4, 4), np.nan) if k % 11 == 0 else T,
+                np.full(6, np.nan) if k % 13 == 0 else rng.normal(size=6),
+                rng.normal(size=6),
+                F,
+                g,
+                has_force=k % 7 != 0,
+                has_torque=k % 3 != 0,
+            )
+        )
+    return out
+
+
+def test_grasp_states_are_the_messages_of_conversions():
+    layout = GraspStateLayout("robot_2", "team/robot_2/grasp", "team/robot_2/home")
+    assert layout.usable
+    for sample in samples("robot_2"):
+        raw = layout.encode(sample)
+        assert deserialize_message(raw, GraspState) == to_grasp_state(sample, *layout.frames)
+        assert raw[STAMP] == stamp_bytes(sample.stamp)
+    with_covariance = dataclasses.replace(samples("robot_2", 1)[0], V_cov=np.eye(6))
+    assert layout.encode(with_covariance) is None  # the message path then
+
+
+@pytest.mark.parametrize(
+    ("kind", "count", "fields"),
+    [
+        (PoseStamped, 7, ("pose.position", "pose.orientation")),
+        (TwistStamped, 6, ("twist.linear", "twist.angular")),
+        (WrenchStamped, 6, ("wrench.force", "wrench.torque")),
+    ],
+)
+def test_stamped_layouts_write_and_read_the_trailing_numbers(kind, count, fields):
+    layout = StampedLayout(kind(header=Header(frame_id="robot_1/grasp")), count)
+    assert layout.usable
+    numbers = tuple(np.random.default_rng(1).normal(size=count).tolist())
+    raw = layout.encode(stamp_bytes(12.345678901), numbers)
+    msg = deserialize_message(raw, kind)
+    assert msg.header.stamp == to_time(12.345678901) and msg.header.frame_id == "robot_1/grasp"
+    assert layout.read(raw) == numbers
+    other = kind(header=Header(frame_id="a/much/longer/frame_id", stamp=to_time(3.5)))
+    renumbered = deserialize_message(layout.renumbered(serialize_message(other), numbers), kind)
+    assert renumbered.header == other.header and layout.read(serialize_message(renumbered)) == (
+        numbers
+    )
+
+
+def estimate() -> PayloadEstimate:
+    team, payload = an.paper_team(), an.paper_payload()
+    msg = PayloadEstimate(grasps_valid=True, mass_valid=True, parameters=payload.vec)
+    msg.grasps = [
+        GraspFrame(robot_id=r, transform=to_transform(team.T_s_i[r])) for r in team.robot_ids
+    ]
+    return msg
+
+
+@pytest.mark.timeout(60)
+def test_commands_from_serialized_references_are_those_of_the_messages(ros_context):
+    """Every robot's commands for 50 references and twists, through the subscriptions'
+    serialized callbacks and through the message path: the same messages, bit for bit."""
+    node = Node("robot_1_commands", context=ros_context)
+    node.params = declare(node, PARAMETERS)
+    rng = np.random.default_rng(5)
+    try:
+        for rid in an.paper_team().robot_ids:
+            commands = FollowCommands(node, node.params, rid, f"{rid}/grasp")
+            commands.on_estimate(estimate())
+            for k in range(50):
+                twist = TwistStamped()
+                twist.twist.linear.x, twist.twist.angular.z = rng.normal(size=2).tolist()
+                commands.on_twist_bytes(serialize_message(twist))
+                T_w_s = sp.transform(
+                    Rotation.random(random_state=k).as_matrix(), rng.normal(size=3)
+                )
+                reference = PoseStamped(pose=to_pose(T_w_s))
+                reference.header.frame_id, reference.header.stamp = "robot_1/home", to_time(k)
+                pose_bytes, wrench_bytes = commands.on_reference_bytes(serialize_message(reference))
+                pose, wrench = commands.on_reference(reference)
+                assert deserialize_message(pose_bytes, PoseStamped) == pose
+                assert deserialize_message(wrench_bytes, WrenchStamped) == wrench
+            bad = PoseStamped()
+            bad.pose.orientation.w = 0.0  # a zero quaternion: no command, no error
+            assert commands.on_reference_bytes(serialize_message(bad)) is None
+            assert commands.on_reference(bad) is None
+    finally:
+        node.destroy_node()

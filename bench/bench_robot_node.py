@@ -128,11 +128,14 @@ def run(node: object, joints: list[bytes], references: list, estimate: bytes) ->
     on_reference = getattr(commands, "on_reference_bytes", None) or (
         lambda raw: commands.on_reference(deserialize_message(raw, PoseStamped))
     )
+    on_joints = getattr(node, "_on_joint_bytes", None) or (
+        lambda raw: node._on_joints(deserialize_message(raw, JointState))
+    )
     spent = dict.fromkeys(("joint_states", "reference twist", "reference pose"), 0.0)
     clock = time.thread_time
     for raw, (pose, twist) in zip(joints, references, strict=False):
         start = clock()
-        node._on_joints(deserialize_message(raw, JointState))
+        on_joints(raw)
         middle = clock()
         on_twist(twist)
         after_twist = clock()

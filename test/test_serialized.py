@@ -8,10 +8,12 @@ import dataclasses
 
 import numpy as np
 import pytest
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
 from scipy.spatial.transform import Rotation
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
 from inertia_estimation_ros.core import spatial as sp
@@ -23,6 +25,7 @@ from inertia_estimation_ros.ros.parameters import declare
 from inertia_estimation_ros.ros.serialized import (
     STAMP,
     GraspStateLayout,
+    JointStateReader,
     StampedLayout,
     quaternion,
     stamp_bytes,
@@ -145,3 +148,23 @@ def test_commands_from_serialized_references_are_those_of_the_messages(ros_conte
             assert commands.on_reference(bad) is None
     finally:
         node.destroy_node()
+
+
+def test_joint_states_are_read_as_rclpy_reads_them():
+    """Names of every length (every alignment), with and without efforts; a message without
+    positions or velocities is left to rclpy (None)."""
+    reader, rng = JointStateReader(), np.random.default_rng(0)
+    assert reader.usable
+    for k in range(500):
+        n = 1 + k % 7
+        msg = JointState(name=[f"{'j' * (k % 5)}{i}" for i in range(n)])
+        msg.header.frame_id = "f" * (k % 9)
+        msg.header.stamp = Time(sec=int(rng.integers(0, 2**31)), nanosec=int(rng.integers(1e9)))
+        msg.position, msg.velocity = rng.normal(size=n).tolist(), rng.normal(size=n).tolist()
+        msg.effort = rng.normal(size=n if k % 3 else 0).tolist()
+        fields = reader.read(serialize_message(msg))
+        assert (fields.sec, fields.nanosec) == (msg.header.stamp.sec, msg.header.stamp.nanosec)
+        assert fields.names == list(msg.name)
+        for got, sent in zip(fields[3:], (msg.position, msg.velocity, msg.effort), strict=True):
+            np.testing.assert_array_equal(got, sent)
+    assert reader.read(serialize_message(JointState(name=["a"], position=[1.0]))) is None

@@ -18,11 +18,13 @@ import math
 import operator
 import struct
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 from builtin_interfaces.msg import Time
 from rclpy.serialization import deserialize_message, serialize_message
 from scipy.spatial.transform import Rotation
+from sensor_msgs.msg import JointState
 
 from ..core.samples import GraspSample
 from ..msg import GraspState
@@ -217,3 +219,85 @@ def _check_samples(robot_id: str) -> list[GraspSample]:
         has_torque=False,
     )
     return [full, partial]
+
+
+class JointStateFields(NamedTuple):
+    """What robot_node takes of a sensor_msgs/JointState."""
+
+    sec: int
+    nanosec: int
+    names: list[str]
+    position: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+
+
+class JointStateReader:
+    """Reads serialized sensor_msgs/JointState (a ``raw`` subscription's bytes) without a
+    message object; the names list is reused while the names stay the same."""
+
+    _COUNT = struct.Struct("=I")
+
+    def __init__(self) -> None:
+        self._names_bytes, self._names = b"", []
+        self.encoding = serialize_message(JointState())[:2]
+        check = JointState(name=["a", "bc", "joint_3"], position=[1.0, 2.0, 3.0])
+        check.velocity, check.effort = [4.0, 5.0, 6.0], [7.0]
+        check.header.stamp, check.header.frame_id = Time(sec=3, nanosec=4), "base"
+        self.usable = _same_joint_state(self.read(serialize_message(check)), check)
+
+    def read(self, raw: bytes) -> JointStateFields | None:
+        """The fields of a message in this RMW's encoding with positions and velocities (CDR
+        aligns an empty float64 sequence differently across implementations); else None."""
+        if raw[:2] != self.encoding:
+            return None
+        sec, nanosec = _STAMP.unpack_from(raw, ENCAPSULATION)
+        at = self._string_end(raw, STAMP.stop)  # header.frame_id
+        names_start, count = _aligned(at, 4), self._COUNT.unpack_from(raw, _aligned(at, 4))[0]
+        at = names_start + 4
+        for _ in range(count):
+            at = self._string_end(raw, _aligned(at, 4))
+        if raw[names_start:at] != self._names_bytes:
+            self._names_bytes = raw[names_start:at]
+            self._names = self._string_list(raw, names_start + 4, count)
+        arrays = []
+        for field in range(3):
+            at = _aligned(at, 4)
+            (length,) = self._COUNT.unpack_from(raw, at)
+            at += 4
+            if length == 0 and field < 2:
+                return None
+            if length:
+                at = _aligned(at, 8)
+            arrays.append(np.frombuffer(raw, dtype=np.float64, count=length, offset=at))
+            at += 8 * length
+        return JointStateFields(sec, nanosec, self._names, *arrays)
+
+    def _string_end(self, raw: bytes, at: int) -> int:
+        (length,) = self._COUNT.unpack_from(raw, at)
+        return at + 4 + length
+
+    def _string_list(self, raw: bytes, at: int, count: int) -> list[str]:
+        names = []
+        for _ in range(count):
+            at = _aligned(at, 4)
+            (length,) = self._COUNT.unpack_from(raw, at)
+            names.append(raw[at + 4 : at + 3 + length].decode())
+            at += 4 + length
+        return names
+
+
+def _aligned(at: int, size: int) -> int:
+    """The offset of a CDR field of ``size`` at or after ``at`` (aligned in the payload)."""
+    return at + (-(at - ENCAPSULATION) % size)
+
+
+def _same_joint_state(fields: JointStateFields | None, msg: JointState) -> bool:
+    return fields is not None and (
+        (fields.sec, fields.nanosec, fields.names)
+        == (msg.header.stamp.sec, msg.header.stamp.nanosec, list(msg.name))
+        and all(
+            np.array_equal(a, b)
+            for a, b in zip(fields[3:], (msg.position, msg.velocity, msg.effort), strict=True)
+        )
+    )

@@ -21,6 +21,7 @@ from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
 from rclpy.exceptions import InvalidTopicNameException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 from rclpy.validate_topic_name import validate_topic_name
 from sensor_msgs.msg import Imu, JointState
 from std_msgs.msg import Header, String
@@ -53,7 +54,7 @@ from ..conversions import (
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Topic
 from ..parameters import Param, ParameterError, declare
 from ..runtime import diagnostics, run_executable, steady_timer
-from ..serialized import GraspStateLayout, StampedLayout, stamp_bytes
+from ..serialized import GraspStateLayout, JointStateReader, StampedLayout, stamp_bytes
 
 # tf2_ros's static listener: reliable, transient local, a deep history.
 TF_STATIC_QOS = QoSProfile(
@@ -379,8 +380,9 @@ class RobotNode(Node):
                 f"parameter '{self.get_fully_qualified_name()}.joint_state_topics' = {topics} "
                 f"names a topic twice ({resolved}): list each JointState topic once"
             )
-        for topic in topics:
-            self.create_subscription(JointState, topic, self._on_joints, SENSOR_QOS)
+        self._joint_states = JointStateReader()
+        for topic in topics:  # as serialized bytes: no message object per sample
+            self.create_subscription(JointState, topic, self._on_joint_bytes, SENSOR_QOS, raw=True)
 
     # ----- inputs ---------------------------------------------------------------------------
     def _on_tf_static(self, msg: TFMessage) -> None:
@@ -414,6 +416,20 @@ class RobotNode(Node):
                 np.asarray(msg.position, dtype=float),
                 np.asarray(msg.velocity, dtype=float),
                 np.asarray(msg.effort, dtype=float),
+            )
+        )
+
+    def _on_joint_bytes(self, raw: bytes) -> None:
+        """``_on_joints`` of a serialized JointState (the subscriptions' callback)."""
+        reader = self._joint_states
+        fields = reader.read(raw) if reader.usable else None
+        if fields is None:  # another encoding, or without positions or velocities
+            self._on_joints(deserialize_message(raw, JointState))
+            return
+        self._last_input = self._now()
+        self._publish(
+            self.signals.add_joint_state(
+                seconds(fields), fields.names, fields.position, fields.velocity, fields.effort
             )
         )
 

@@ -262,6 +262,60 @@ def test_decimation_keeps_every_nth_sample_with_its_own_stamp(gimbals):
     np.testing.assert_array_equal(decimated[7].V_i, every[14].V_i)
 
 
+# What the code before issue 14's CPU work (main at 0ad9aab) made of robot_1's first 60 joint
+# states of ``efforts`` (joint efforts, gimbal, 5-Hz filter, every 2nd sample): per field, the
+# sum over its 29 samples (NaN as 0) and the last sample's body twist and wrench.
+PINNED_SUMS = {
+    "T_i0_i": [
+        28.999898027008392, 0.00010499089999192831, -0.04304715486497017, 1.7321134723897622e-05,
+        9.834984231134473e-05, 28.99989851980882, 0.04368161700214804, -1.40651156850441e-05,
+        0.04304718168791261, -0.04368158890309356, 28.99979654683064, 4.274711032482658,
+        0.0, 0.0, 0.0, 29.0,
+    ],
+    "V_i": [
+        0.28399196429486595, 0.2816178372998659, -1.2445467023433498e-05,
+        0.0004840289533768945, -0.0005348544287644887, 0.37694425488135636,
+    ],
+    "dV_i": [
+        -0.042809199792492675, 0.02710427226943527, 0.0016115286105546618,
+        0.0004704797466724643, -0.0020939913137678146, 0.008543302035429506,
+    ],
+    "F_i": [0.0, 0.0, 0.0, 2.7703131517473096, -2.8264707649958916, 4338.923267252437],
+    "g_i": [-0.4222928523584226, 0.4285163871393478, -284.4880041244086],
+}  # fmt: skip
+PINNED_LAST_V = [
+    -0.00034170069653208837, 0.0001765335072065741, 1.427134144355006e-05,
+    1.3287863052113826e-06, -9.128252206637798e-06, -4.427911153511625e-05,
+]  # fmt: skip
+PINNED_LAST_F = [
+    np.nan,
+    np.nan,
+    np.nan,
+    -0.13868352779492626,
+    0.1407134431384212,
+    150.2473543725408,
+]
+
+
+def test_the_outputs_of_a_short_input_stay_those_of_before(efforts):
+    """The signals of a short deterministic input as the code before the CPU work made them
+    (to round-off: the simulation and BLAS may differ in the last bits across machines)."""
+    rid = "robot_1"
+    record = efforts.robots[rid]
+    overrides = dict(wrench_source="joint_efforts", has_torque=False, cutoff_hz=5.0)
+    signals = GraspSignals(settings(efforts, rid, output_rate_hz=50.0, **overrides), record.urdf)
+    out, j = [], record.joints
+    for k in range(60):
+        t, q, dq, tau = record.stamp[k], j.position[k], j.velocity[k], j.effort[k]
+        out += signals.add_joint_state(t, j.names, q, dq, tau)
+    assert len(out) == 29 and out[-1].stamp == pytest.approx(1.57, abs=1e-12)
+    for field, sums in PINNED_SUMS.items():
+        got = np.nansum([getattr(sample, field) for sample in out], axis=0).ravel()
+        np.testing.assert_allclose(got, sums, rtol=1e-9, atol=1e-12, err_msg=field)
+    np.testing.assert_allclose(out[-1].V_i, PINNED_LAST_V, rtol=1e-9, atol=1e-13)
+    np.testing.assert_allclose(out[-1].F_i, PINNED_LAST_F, rtol=1e-9)
+
+
 def urdf_with_sensor_frame(urdf: str, parent: str, T_parent_f: np.ndarray) -> str:
     """The URDF plus a link ``sensor`` fixed to ``parent`` at T_parent_f (an F/T mount)."""
     robot = ET.fromstring(urdf)

@@ -39,6 +39,7 @@ Every stream goes through these steps:
 
 from __future__ import annotations
 
+import math
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ class _Stream:
 
     def check(self, stamp: float) -> None:
         """Raise _BadInputError for a stale stamp, _RestartError for a clock jump or a gap."""
-        if not np.isfinite(stamp):
+        if not math.isfinite(stamp):
             raise _BadInputError("non_finite", f"{self.name}: stamp {stamp}")
         if self.last is None:
             return
@@ -244,6 +245,7 @@ class GraspSignals:
         self._static: dict[str, tuple[str, np.ndarray]] = {}  # child -> (parent, T_parent_child)
         self._held: dict[str, np.ndarray] = {}  # joint -> (q, dq, tau) of secondary sources
         self._primary: set[str] = set()  # chain joints of the source that makes the samples
+        self._last_names: tuple = (None, set(), None)  # _joint_order's
         self._g_i0 = np.asarray(settings.gravity_i0, dtype=float)
         self._before_urdf: deque[tuple[Callable[..., list[GraspSample]], tuple]] = deque()
         self._restart_state()
@@ -260,6 +262,7 @@ class GraspSignals:
         kinematics.model.gravity.linear = self._g_i0
         self.kinematics = kinematics
         self._frames, self._held, self._primary = {}, {}, set()
+        self._last_names: tuple = (None, set(), None)  # _joint_order's
         self._restart_state()
         held, self._before_urdf = self._before_urdf, deque()
         return [sample for add, args in held for sample in add(*args)]
@@ -418,18 +421,30 @@ class GraspSignals:
         if any(size != len(names) for size in sizes):
             what = "positions, velocities" + (" and efforts" if use_effort else "")
             raise _BadInputError("malformed", f"{len(names)} joint names but {sizes} {what}")
-        own = set(names) & set(self.kinematics.joint_names)
-        names, position, velocity, effort = self._with_held(names, position, velocity, effort)
-        try:
-            order = self.kinematics.joint_order(list(names))
-        except RobotModelError as error:
-            raise _BadInputError("unknown_joints", str(error)) from None
+        own, order = self._joint_order(names)
+        if order is None:  # chain joints missing: the values held for them complete it
+            names, position, velocity, effort = self._with_held(names, position, velocity, effort)
+            try:
+                order = self.kinematics.joint_order(list(names))
+            except RobotModelError as error:
+                raise _BadInputError("unknown_joints", str(error)) from None
         self._primary = own
         parts = [position, velocity] + ([effort] if use_effort else [])
         x = np.concatenate([np.asarray(p, dtype=float)[order] for p in parts])
         if not np.all(np.isfinite(x)):
             raise _BadInputError("non_finite", "joint state with NaN or Inf values")
         return x
+
+    def _joint_order(self, names: list[str]) -> tuple[set[str], np.ndarray | None]:
+        """The chain joints a message names, and the index of each chain joint in it (None if
+        it lacks one); kept for the last names (a source sends the same names every time)."""
+        key = tuple(names)
+        if self._last_names[0] != key:
+            chain = self.kinematics.joint_names
+            own = set(names) & set(chain)
+            order = self.kinematics.joint_order(list(names)) if len(own) == len(chain) else None
+            self._last_names = key, own, order
+        return self._last_names[1], self._last_names[2]
 
     def _with_held(
         self, names: list[str], position: np.ndarray, velocity: np.ndarray, effort: np.ndarray

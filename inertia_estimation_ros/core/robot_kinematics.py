@@ -64,6 +64,7 @@ class RobotKinematics:
             )
         # Continuous joints: q holds (cos, sin) of the angle (nq 2, nv 1).
         self._circular = np.array([self.model.nqs[j] == 2 for j in range(1, self.model.njoints)])
+        self._any_circular = bool(self._circular.any())
         self.data = self.model.createData()
         self.frame_id = self.model.getFrameId(grasp_frame)
         self.compensate = compensate_robot_dynamics
@@ -97,7 +98,7 @@ class RobotKinematics:
         """Pinocchio's configuration vector of one position per joint (angles of continuous
         joints become their cos and sin)."""
         q = np.asarray(q, dtype=float)
-        if not self._circular.any():
+        if not self._any_circular:
             return q
         circular = self._circular
         parts = [[np.cos(a), np.sin(a)] if c else [a] for a, c in zip(q, circular, strict=True)]

@@ -27,7 +27,7 @@ from ..msg import PayloadEstimate
 from .conversions import pose_matrix, to_pose, to_wrench, transform_matrix, twist_vector
 from .interface import LATCHED_QOS, RELIABLE_QOS, Topic
 from .parameters import Param
-from .serialized import STAMP, StampedLayout, pose_values
+from .serialized import STAMP, PoseFields, StampedLayout, pose_values
 
 PUBLISHES = [
     Topic(
@@ -167,12 +167,7 @@ class FollowCommands:
             published = self.on_reference(deserialize_message(raw, PoseStamped))
             return None if published is None else tuple(map(serialize_message, published))
         model, V_s = self.model, self.V_s
-        x, y, z, qx, qy, qz, qw = numbers
-        pose = Pose()
-        pose.position.x, pose.position.y, pose.position.z = x, y, z
-        pose.orientation.x, pose.orientation.y = qx, qy
-        pose.orientation.z, pose.orientation.w = qz, qw
-        T_w_s = _pose_matrix(pose)
+        T_w_s = _pose_matrix(PoseFields.of(numbers))
         if model is None or T_w_s is None:
             return None
         pose_bytes = reference.renumbered(raw, pose_values(T_w_s @ model.T_s_i))
@@ -184,7 +179,7 @@ class FollowCommands:
         return pose_bytes, wrench_bytes
 
 
-def _pose_matrix(pose: Pose) -> np.ndarray | None:
+def _pose_matrix(pose: Pose | PoseFields) -> np.ndarray | None:
     """T of a reference pose; None if it has non-finite values or a zero quaternion."""
     try:
         T = pose_matrix(pose)

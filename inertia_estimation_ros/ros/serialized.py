@@ -43,14 +43,15 @@ def quaternion(R: np.ndarray) -> tuple[float, float, float, float]:
     (a, b, c), (d, e, f), (g, h, i) = R.tolist()
     # Well inside scipy's test (np.isclose(R R^T, I, atol=1e-12), so 1e-5 on the diagonal):
     # rounding differences in the product cannot change the path.
-    off_diagonal = (a * d + b * e + c * f, a * g + b * h + c * i, d * g + e * h + f * i)
-    diagonal = (a * a + b * b + c * c, d * d + e * e + f * f, g * g + h * h + i * i)
-    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
-    if not (
-        all(abs(x) < 5e-13 for x in off_diagonal)
-        and all(abs(x - 1.0) < 5e-6 for x in diagonal)
-        and det > 0.5
-    ):
+    orthonormal = (
+        abs(a * d + b * e + c * f) < 5e-13
+        and abs(a * g + b * h + c * i) < 5e-13
+        and abs(d * g + e * h + f * i) < 5e-13
+        and abs(a * a + b * b + c * c - 1.0) < 5e-6
+        and abs(d * d + e * e + f * f - 1.0) < 5e-6
+        and abs(g * g + h * h + i * i - 1.0) < 5e-6
+    )
+    if not (orthonormal and a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g) > 0.5):
         x, y, z, w = Rotation.from_matrix(R).as_quat().tolist()
         return x, y, z, w
     trace = a + e + i
@@ -75,6 +76,31 @@ def pose_values(T: np.ndarray) -> tuple[float, ...]:
     ``conversions.to_pose`` gives them."""
     p = T[:3, 3].tolist()
     return (*p, *quaternion(T[:3, :3]))
+
+
+class _Point(NamedTuple):
+    x: float
+    y: float
+    z: float
+
+
+class _Quaternion(NamedTuple):
+    x: float
+    y: float
+    z: float
+    w: float
+
+
+class PoseFields(NamedTuple):
+    """A geometry_msgs/Pose read from its seven numbers, with the message's field names (for
+    ``conversions.pose_matrix``) and no message object."""
+
+    position: _Point
+    orientation: _Quaternion
+
+    @classmethod
+    def of(cls, numbers: Sequence[float]) -> PoseFields:
+        return cls(_Point(*numbers[:3]), _Quaternion(*numbers[3:7]))
 
 
 def stamp_bytes(t: float) -> bytes:

@@ -90,13 +90,14 @@ INTERFACE = NodeInterface(
             "grasp_twist",
             "geometry_msgs/msg/TwistStamped",
             "sensor",
-            "body twist V_i in the grasp frame (plots, RViz)",
+            "body twist V_i in the grasp frame (plots, RViz; published while subscribed)",
         ),
         Topic(
             "grasp_wrench",
             "geometry_msgs/msg/WrenchStamped",
             "sensor",
-            "wrench F_i applied on the payload, in the grasp frame (plots, RViz)",
+            "wrench F_i applied on the payload, in the grasp frame (plots, RViz; published "
+            "while subscribed)",
         ),
         Topic(
             "/diagnostics",

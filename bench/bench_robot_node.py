@@ -183,4 +183,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from doc_page import benchmark_page  # the figures into docs/benchmarks/robot_node.md
+
+    with benchmark_page("robot_node"):
+        status = main()
+    sys.exit(status)

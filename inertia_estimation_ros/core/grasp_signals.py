@@ -262,7 +262,7 @@ class GraspSignals:
         kinematics.model.gravity.linear = self._g_i0
         self.kinematics = kinematics
         self._frames, self._held, self._primary = {}, {}, set()
-        self._last_names: tuple = (None, set(), None)  # _joint_order's
+        self._last_names = (None, set(), None)
         self._restart_state()
         held, self._before_urdf = self._before_urdf, deque()
         return [sample for add, args in held for sample in add(*args)]

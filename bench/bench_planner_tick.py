@@ -23,19 +23,19 @@ import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-import rclpy  # noqa: E402
-from std_srvs.srv import Trigger  # noqa: E402
+import numpy as np
+import rclpy
+from std_srvs.srv import Trigger
 
-from inertia_estimation_ros.core.inertial import InertialParameters  # noqa: E402
-from inertia_estimation_ros.msg import ExternalWrench, GraspState, PayloadEstimate  # noqa: E402
-from inertia_estimation_ros.ros.conversions import (  # noqa: E402
+from inertia_estimation_ros.core.inertial import InertialParameters
+from inertia_estimation_ros.msg import ExternalWrench, GraspState, PayloadEstimate
+from inertia_estimation_ros.ros.conversions import (
     to_inertia,
     to_pose,
     to_time,
     to_wrench,
 )
-from inertia_estimation_ros.ros.nodes.planner_node import PlannerNode  # noqa: E402
+from inertia_estimation_ros.ros.nodes.planner_node import PlannerNode
 
 PERIOD = 0.01  # [s] 100 Hz
 ESTIMATE_EVERY = 50  # instants between estimates

@@ -40,13 +40,13 @@ from ..core.collaboration.supervisor import AdmittanceSupervisor, ModelSummary
 from ..core.planning.planner import TrayPlan
 from ..msg import ExternalWrench, GraspState, PayloadEstimate
 from .conversions import (
-    external_wrench_values,
     inertial_parameters,
     pose_matrix,
     seconds,
     to_pose,
     to_time,
     to_twist,
+    wrench_vector,
 )
 from .interface import NEWEST_QOS, RELIABLE_QOS, Service, Topic
 from .parameters import Param
@@ -213,6 +213,8 @@ class AdmittanceMode:
         self.frames = ("", "")  # (home frame = world, grasp frame {s}) from the pose messages
         self._pose = node.create_publisher(PoseStamped, "~/reference/pose", RELIABLE_QOS)
         self._twist = node.create_publisher(TwistStamped, "~/reference/twist", RELIABLE_QOS)
+        # the two messages, filled and published at every tick (publish serializes them)
+        self._messages = (PoseStamped(), TwistStamped())
         # One lock (for `--executor multi`; by default the node spins on one thread) instead
         # of a mutually exclusive group: on rclpy's multi-threaded executor a ready callback
         # of a busy exclusive group makes the executor spin, holding the GIL, until the
@@ -291,8 +293,7 @@ class AdmittanceMode:
         self.supervisor.on_pose(seconds(msg.header.stamp), pose_matrix(msg.pose))
 
     def _on_wrench(self, msg: ExternalWrench) -> None:
-        wrench, _, _, _ = external_wrench_values(msg)
-        accepted = self.supervisor.on_wrench(seconds(msg.header.stamp), wrench)
+        accepted = self.supervisor.on_wrench(seconds(msg.header.stamp), wrench_vector(msg.wrench))
         if accepted and self.p.admittance_on_wrench:  # the reference leaves now
             self._tick(min_gap=0.5 * self._period)
 
@@ -362,9 +363,9 @@ class AdmittanceMode:
         if reference is None:
             return
         stamp = to_time(max(now, 0.0))
-        pose = PoseStamped(pose=to_pose(reference.T_w_s))
+        pose, twist = self._messages
+        pose.pose, twist.twist = to_pose(reference.T_w_s), to_twist(reference.V_s)
         pose.header.stamp, pose.header.frame_id = stamp, self.frames[0]
-        twist = TwistStamped(twist=to_twist(reference.V_s))
         twist.header.stamp, twist.header.frame_id = stamp, self.frames[1]
         self._pose.publish(pose)
         self._twist.publish(twist)

@@ -238,6 +238,7 @@ class AdmittanceMode:
         serve(Trigger, "~/mode/hold", self._locked(self._on_stop))
         self._estimate_arrival: float | None = None
         self._last_tick: float | None = None  # ROS time of the last reference
+        self._last_wrench_tick: float | None = None  # ... of the last one a wrench sent
         self._timer = node.create_timer(self._period, self._on_timer, callback_group=group)
 
     def _locked(self, callback: Callable) -> Callable:
@@ -295,7 +296,7 @@ class AdmittanceMode:
     def _on_wrench(self, msg: ExternalWrench) -> None:
         accepted = self.supervisor.on_wrench(seconds(msg.header.stamp), wrench_vector(msg.wrench))
         if accepted and self.p.admittance_on_wrench:  # the reference leaves now
-            self._tick(min_gap=0.5 * self._period)
+            self._tick(wrench=True)
 
     def _on_start(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         response.success, response.message = self.modes.admittance()
@@ -346,14 +347,19 @@ class AdmittanceMode:
             self.supervisor.on_estimate(ModelSummary(False, reason=reason))
             self._estimate_arrival = None
 
-    def _tick(self, min_gap: float = 0.0) -> None:
-        """Advance and publish the reference, unless the last one is less than ``min_gap``
-        old (ROS time); a step is the time since the last one, at most a control period (a
-        late tick does not jump), and restarts the control timer."""
+    def _tick(self, wrench: bool = False) -> None:
+        """Advance and publish the reference; from a ``wrench``, unless the last reference a
+        wrench sent is less than half a period old (ROS time; at most twice the rate: a
+        timer tick just before a late wrench does not hold that wrench's reference back for
+        a period). A step is the time since the last reference, at most a control period
+        (a late tick does not jump), and restarts the control timer."""
         now = self._now()
+        if wrench:
+            last = self._last_wrench_tick
+            if last is not None and 0.0 <= now - last < 0.5 * self._period:
+                return
+            self._last_wrench_tick = now
         last = self._last_tick
-        if last is not None and 0.0 <= now - last < min_gap:
-            return
         dt = self._period if last is None or now <= last else min(now - last, self._period)
         self._last_tick = now
         self._timer.reset()

@@ -208,7 +208,8 @@ class Admittance:
         self._inverse_mass = np.linalg.inv(gains.mass)
         self._inverse_inertia = np.linalg.inv(gains.inertia)
         self._walls = bool(np.isfinite([gains.wall_lower, gains.wall_upper]).any())
-        self._margins = (gains.wall_lower + gains.wall_margin, gains.wall_upper - gains.wall_margin)
+        margins = (gains.wall_lower + gains.wall_margin, gains.wall_upper - gains.wall_margin)
+        self._margins = tuple(zip(*(m.tolist() for m in margins), strict=True))
         self._springs = (bool(gains.stiffness_linear.any()), bool(gains.stiffness_angular.any()))
         self._band = np.repeat([gains.force_dead_band, gains.moment_dead_band], 3)
         self._smoothing = (0.0, 0.0)  # (dt, the low-pass's gain for dt)
@@ -255,8 +256,9 @@ class Admittance:
 
     def _clear_of_walls(self, p: np.ndarray) -> bool:
         """p outside every wall's margin (there the walls' force is exactly zero); NaN is not."""
-        low, high = self._margins
-        return bool((low <= p).all() and (p <= high).all())
+        return all(
+            low <= x <= high for x, (low, high) in zip(p.tolist(), self._margins, strict=True)
+        )
 
     def _accelerations(
         self, w: np.ndarray, p: np.ndarray, R: np.ndarray | None, v: np.ndarray, omega: np.ndarray

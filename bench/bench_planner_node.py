@@ -7,8 +7,12 @@ admittance enabled by ``~/enable``. Prints, per executor: the node's CPU seconds
 receiving the reference it caused (this process's monotonic clock; the reference's stamp
 is the planner's ROS clock, so the delay is matched by order, p50 / p99).
 
-Run: PYTHONPATH=$PWD .venv/bin/python bench/bench_planner_node.py [--executors events single]
-[--seconds 10] [--timer] [--rr]
+``--executors floor``: in planner_node's place a node that does nothing but the same I/O
+(the same subscriptions, QoS and two reference messages per wrench, the header copied; rclpy's
+events executor): what rclpy, DDS and the interpreter cost at this load for this node.
+
+Run: PYTHONPATH=$PWD .venv/bin/python bench/bench_planner_node.py [--executors events single
+floor] [--seconds 10] [--timer] [--rr]
 """
 
 from __future__ import annotations
@@ -43,9 +47,12 @@ def run(executor: str, seconds: float, timer: bool, rr: bool) -> str:
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_planner_tick import estimate_message
 
-    command = [sys.executable, "-m", "inertia_estimation_ros.ros.nodes.planner_node"]
-    command += ["--executor", executor, "--ros-args", "-r", "reference_grasp_state:=/pose"]
-    command += ["-p", f"admittance_on_wrench:={'false' if timer else 'true'}"]
+    if executor == "floor":
+        command = [sys.executable, __file__, "--serve-floor"]
+    else:
+        command = [sys.executable, "-m", "inertia_estimation_ros.ros.nodes.planner_node"]
+        command += ["--executor", executor, "--ros-args", "-r", "reference_grasp_state:=/pose"]
+        command += ["-p", f"admittance_on_wrench:={'false' if timer else 'true'}"]
     if rr:
         command = ["chrt", "-r", "50", *command]
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
@@ -61,9 +68,7 @@ def run(executor: str, seconds: float, timer: bool, rr: bool) -> str:
     )
     poses = node.create_publisher(GraspState, "/pose", SENSOR_QOS)
     wrenches = node.create_publisher(ExternalWrench, "/external_wrench", RELIABLE_QOS)
-    estimates = node.create_publisher(
-        type(estimate_message()), "/payload_estimate", LATCHED_QOS
-    )
+    estimates = node.create_publisher(type(estimate_message()), "/payload_estimate", LATCHED_QOS)
     enable = node.create_client(SetBool, "/planner_node/enable")
     group = NodeGroup([node], context, "events").start()
     pose = GraspState(robot_id="robot_1", home_frame_id="world", has_pose=True)
@@ -92,10 +97,14 @@ def run(executor: str, seconds: float, timer: bool, rr: bool) -> str:
         elapsed = time.monotonic() - first
     finally:
         child.terminate()
-        child.wait(10)
+        try:
+            child.wait(60)  # a loaded machine: a minute to shut down cleanly
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
         group.stop()
     delays = _delays(sent, received)
-    p50, p99 = (np.percentile(delays, [50, 99]) if delays else (np.nan, np.nan))
+    p50, p99 = np.percentile(delays, [50, 99]) if delays else (np.nan, np.nan)
     return (
         f"{executor}{' timer' if timer else ''}: planner_node {spent / elapsed:.3f} CPU s per s "
         f"({1e3 * spent / max(len(sent), 1):.2f} ms per wrench), {len(received)} references "
@@ -116,7 +125,42 @@ def _delays(sent: list[float], received: list[float]) -> list[float]:
     return out
 
 
+def serve_floor() -> int:
+    """planner_node's I/O without its work (``--executors floor``)."""
+    import rclpy
+    from geometry_msgs.msg import PoseStamped, TwistStamped
+    from std_srvs.srv import SetBool
+
+    from inertia_estimation_ros.msg import ExternalWrench, GraspState, PayloadEstimate
+    from inertia_estimation_ros.ros.interface import LATCHED_QOS, NEWEST_QOS, RELIABLE_QOS
+    from inertia_estimation_ros.ros.runtime import NodeGroup, run_until_interrupted
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node("planner_node", context=context)
+    pose, twist = PoseStamped(), TwistStamped()
+    poses = node.create_publisher(PoseStamped, "~/reference/pose", RELIABLE_QOS)
+    twists = node.create_publisher(TwistStamped, "~/reference/twist", RELIABLE_QOS)
+
+    def on_wrench(msg: ExternalWrench) -> None:
+        pose.header = twist.header = msg.header
+        poses.publish(pose)
+        twists.publish(twist)
+
+    def enable(request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        response.success, response.message = True, "floor: nothing to enable"
+        return response
+
+    node.create_subscription(ExternalWrench, "/external_wrench", on_wrench, RELIABLE_QOS)
+    node.create_subscription(GraspState, "/pose", lambda msg: None, NEWEST_QOS)
+    node.create_subscription(PayloadEstimate, "/payload_estimate", lambda msg: None, LATCHED_QOS)
+    node.create_service(SetBool, "~/enable", enable)
+    return run_until_interrupted(NodeGroup([node], context, "events").start())
+
+
 def main() -> int:
+    if "--serve-floor" in sys.argv:
+        return serve_floor()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--executors", nargs="+", default=["events", "single"])
     parser.add_argument("--seconds", type=float, default=10.0)

@@ -197,7 +197,7 @@ class Admittance:
     inertia, the dead band, which springs exist (a zero stiffness skips the pose error and
     its rotation per RK4 stage; the gains from an estimate have none) and the box inside the
     walls' margins (inside it no wall pushes). A step gives the numbers of the term-by-term
-    evaluation, bit for bit (``test_admittance_sequence.py``), in ~1/10 of its time."""
+    evaluation bit for bit (``test_admittance_sequence.py``)."""
 
     def __init__(self, gains: AdmittanceGains, start: AdmittanceState) -> None:
         self.gains = gains

@@ -75,15 +75,19 @@ class PolledFuture(Future):
 
     def __await__(self) -> Generator[None, None, object]:
         last = time.monotonic()
-        while not self.done():
+        while not self._settled():
             rest = last + self.POLL - time.monotonic()
             if rest > 0:
                 time.sleep(rest)
             last = time.monotonic()
-            if self.done():
+            if self._settled():
                 break
             yield
         return self.result()
+
+    def _settled(self) -> bool:
+        """Done or cancelled (what ends rclpy's own await)."""
+        return self.done() or self.cancelled()
 
 
 class BackgroundCalls:

@@ -36,7 +36,7 @@ from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
 from ..core.collaboration.modes import PlanningStart, ReferenceModes
-from ..core.collaboration.supervisor import AdmittanceSupervisor, ModelSummary
+from ..core.collaboration.supervisor import AdmittanceSupervisor, ModelSummary, Reference
 from ..core.planning.planner import TrayPlan
 from ..msg import ExternalWrench, GraspState, PayloadEstimate
 from .conversions import (
@@ -362,12 +362,16 @@ class AdmittanceMode:
         last = self._last_tick
         dt = self._period if last is None or now <= last else min(now - last, self._period)
         self._last_tick = now
-        self._timer.reset()
         self._check_estimate_age(now)
         reference = self.modes.tick(now, dt)
         self._log_events()
-        if reference is None:
-            return
+        if reference is not None:
+            self._publish(now, reference)
+        # a period from now, after the work: the next wrench, due a period after this one
+        # arrived, comes before the timer unless it is later than this tick took
+        self._timer.reset()
+
+    def _publish(self, now: float, reference: Reference) -> None:
         stamp = to_time(max(now, 0.0))
         pose, twist = self._messages
         pose.pose, twist.twist = to_pose(reference.T_w_s), to_twist(reference.V_s)

@@ -54,6 +54,12 @@ def _now(planner: PlannerNode) -> float:
     return planner.get_clock().now().nanoseconds * 1e-9
 
 
+def _age(planner: PlannerNode, seconds: float) -> None:
+    """The last reference (and the last a wrench sent) ``seconds`` older."""
+    planner.admittance._last_tick -= seconds
+    planner.admittance._last_wrench_tick -= seconds
+
+
 def _push(planner: PlannerNode, stamp: float) -> None:
     msg = ExternalWrench(wrench=to_wrench(np.r_[0, 0, 0, 10.0, 0, 0]))
     msg.header.stamp = to_time(stamp)
@@ -70,15 +76,30 @@ def test_each_wrench_publishes_the_reference_at_once_at_most_twice_the_rate(ros_
         assert len(published) == 1 and published[0].header.frame_id == "robot_1/home"
         _push(planner, _now(planner))  # microseconds later: within half a period
         assert len(published) == 1
-        planner.admittance._last_tick -= 5.0 / RATE  # the last reference is 5 periods old
+        _age(planner, 5.0 / RATE)  # the last reference is 5 periods old
         _push(planner, _now(planner))
         assert len(published) == 2 and steps == [1.0 / RATE, 1.0 / RATE]
         nan = ExternalWrench(wrench=to_wrench(np.r_[np.nan, 0, 0, 0, 0, 0]))
         nan.header.stamp = to_time(_now(planner))
-        planner.admittance._last_tick -= 5.0 / RATE
+        _age(planner, 5.0 / RATE)
         planner.admittance._on_wrench(nan)  # ignored and counted: no reference from it
         assert len(published) == 2
         assert planner.admittance.supervisor.ignored["non-finite wrench"] == 1
+    finally:
+        planner.destroy_node()
+
+
+@pytest.mark.timeout(60)
+def test_a_timer_tick_just_before_a_wrench_does_not_hold_its_reference_back(ros_context) -> None:
+    """Wrenches a period apart arrive late by a little: the control timer ticks first, and the
+    wrench still publishes its own reference at once (not a period later)."""
+    planner, published, _ = _planner(ros_context, on_wrench=True)
+    try:
+        _push(planner, _now(planner))
+        _age(planner, 1.0 / RATE)
+        planner.admittance._on_timer()  # the timer ticks a period after the last reference
+        _push(planner, _now(planner))  # and the wrench arrives microseconds later
+        assert len(published) == 3
     finally:
         planner.destroy_node()
 

@@ -36,17 +36,17 @@ from rclpy.node import Node
 from std_srvs.srv import SetBool, Trigger
 
 from ..core.collaboration.modes import PlanningStart, ReferenceModes
-from ..core.collaboration.supervisor import AdmittanceSupervisor, ModelSummary
+from ..core.collaboration.supervisor import AdmittanceSupervisor, ModelSummary, Reference
 from ..core.planning.planner import TrayPlan
 from ..msg import ExternalWrench, GraspState, PayloadEstimate
 from .conversions import (
-    external_wrench_values,
     inertial_parameters,
     pose_matrix,
     seconds,
     to_pose,
     to_time,
     to_twist,
+    wrench_vector,
 )
 from .interface import NEWEST_QOS, RELIABLE_QOS, Service, Topic
 from .parameters import Param
@@ -213,6 +213,8 @@ class AdmittanceMode:
         self.frames = ("", "")  # (home frame = world, grasp frame {s}) from the pose messages
         self._pose = node.create_publisher(PoseStamped, "~/reference/pose", RELIABLE_QOS)
         self._twist = node.create_publisher(TwistStamped, "~/reference/twist", RELIABLE_QOS)
+        # the two messages, filled and published at every tick (publish serializes them)
+        self._messages = (PoseStamped(), TwistStamped())
         # One lock (for `--executor multi`; by default the node spins on one thread) instead
         # of a mutually exclusive group: on rclpy's multi-threaded executor a ready callback
         # of a busy exclusive group makes the executor spin, holding the GIL, until the
@@ -236,6 +238,7 @@ class AdmittanceMode:
         serve(Trigger, "~/mode/hold", self._locked(self._on_stop))
         self._estimate_arrival: float | None = None
         self._last_tick: float | None = None  # ROS time of the last reference
+        self._last_wrench_tick: float | None = None  # ... of the last one a wrench sent
         self._timer = node.create_timer(self._period, self._on_timer, callback_group=group)
 
     def _locked(self, callback: Callable) -> Callable:
@@ -291,10 +294,9 @@ class AdmittanceMode:
         self.supervisor.on_pose(seconds(msg.header.stamp), pose_matrix(msg.pose))
 
     def _on_wrench(self, msg: ExternalWrench) -> None:
-        wrench, _, _, _ = external_wrench_values(msg)
-        accepted = self.supervisor.on_wrench(seconds(msg.header.stamp), wrench)
+        accepted = self.supervisor.on_wrench(seconds(msg.header.stamp), wrench_vector(msg.wrench))
         if accepted and self.p.admittance_on_wrench:  # the reference leaves now
-            self._tick(min_gap=0.5 * self._period)
+            self._tick(wrench=True)
 
     def _on_start(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         response.success, response.message = self.modes.admittance()
@@ -345,26 +347,35 @@ class AdmittanceMode:
             self.supervisor.on_estimate(ModelSummary(False, reason=reason))
             self._estimate_arrival = None
 
-    def _tick(self, min_gap: float = 0.0) -> None:
-        """Advance and publish the reference, unless the last one is less than ``min_gap``
-        old (ROS time); a step is the time since the last one, at most a control period (a
-        late tick does not jump), and restarts the control timer."""
+    def _tick(self, wrench: bool = False) -> None:
+        """Advance and publish the reference; from a ``wrench``, unless the last reference a
+        wrench sent is less than half a period old (ROS time; at most twice the rate: a
+        timer tick just before a late wrench does not hold that wrench's reference back for
+        a period). A step is the time since the last reference, at most a control period
+        (a late tick does not jump), and restarts the control timer."""
         now = self._now()
+        if wrench:
+            last = self._last_wrench_tick
+            if last is not None and 0.0 <= now - last < 0.5 * self._period:
+                return
+            self._last_wrench_tick = now
         last = self._last_tick
-        if last is not None and 0.0 <= now - last < min_gap:
-            return
         dt = self._period if last is None or now <= last else min(now - last, self._period)
         self._last_tick = now
-        self._timer.reset()
         self._check_estimate_age(now)
         reference = self.modes.tick(now, dt)
         self._log_events()
-        if reference is None:
-            return
+        if reference is not None:
+            self._publish(now, reference)
+        # a period from now, after the work: the next wrench, due a period after this one
+        # arrived, comes before the timer unless it is later than this tick took
+        self._timer.reset()
+
+    def _publish(self, now: float, reference: Reference) -> None:
         stamp = to_time(max(now, 0.0))
-        pose = PoseStamped(pose=to_pose(reference.T_w_s))
+        pose, twist = self._messages
+        pose.pose, twist.twist = to_pose(reference.T_w_s), to_twist(reference.V_s)
         pose.header.stamp, pose.header.frame_id = stamp, self.frames[0]
-        twist = TwistStamped(twist=to_twist(reference.V_s))
         twist.header.stamp, twist.header.frame_id = stamp, self.frames[1]
         self._pose.publish(pose)
         self._twist.publish(twist)

@@ -28,7 +28,7 @@ from ..core.collaboration.human_wrench import ExternalWrenchEstimate
 from ..core.cooperative.estimate import TeamEstimate
 from ..core.inertial import InertialParameters
 from ..core.samples import GraspBatch, GraspSample
-from ..core.spatial import transform
+from ..core.spatial import quaternion, transform
 from ..msg import ExternalWrench, GraspFrame, GraspState, GraspStateArray, PayloadEstimate
 
 # Permutation between linear-first (ROS) and angular-first (core) 6-vectors; its own inverse.
@@ -60,8 +60,8 @@ def rotation(q: Quaternion) -> np.ndarray:
 
 
 def to_quaternion(R: np.ndarray) -> Quaternion:
-    x, y, z, w = Rotation.from_matrix(R).as_quat()
-    return Quaternion(x=float(x), y=float(y), z=float(z), w=float(w))
+    x, y, z, w = quaternion(R)
+    return Quaternion(x=x, y=y, z=z, w=w)
 
 
 def pose_matrix(pose: Pose) -> np.ndarray:

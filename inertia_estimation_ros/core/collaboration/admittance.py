@@ -26,6 +26,7 @@ Around eq. 40, what a pHRI user expects (notes §3.3, §5.6, issue 14):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -176,9 +177,8 @@ class AdmittanceState:
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a x b for 3-vectors (np.cross costs 20x more on single vectors)."""
-    return np.array(
-        [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]]
-    )
+    (a0, a1, a2), (b0, b1, b2) = a.tolist(), b.tolist()
+    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
 
 
 def dexp_inverse(u: np.ndarray, omega: np.ndarray) -> np.ndarray:
@@ -191,7 +191,13 @@ def dexp_inverse(u: np.ndarray, omega: np.ndarray) -> np.ndarray:
 class Admittance:
     """Eq. 40 on R^3 x SO(3) (module docstring). ``step(force_w, moment_b, dt)`` advances the
     reference by dt under the human force (in {w}) and moment (body frame, about the point
-    the reference tracks, the CoM)."""
+    the reference tracks, the CoM).
+
+    What depends on the gains alone is computed once here: the inverse virtual mass and
+    inertia, the dead band, which springs exist (a zero stiffness skips the pose error and
+    its rotation per RK4 stage; the gains from an estimate have none) and the box inside the
+    walls' margins (inside it no wall pushes). A step gives the numbers of the term-by-term
+    evaluation bit for bit (``test_admittance_sequence.py``)."""
 
     def __init__(self, gains: AdmittanceGains, start: AdmittanceState) -> None:
         self.gains = gains
@@ -202,6 +208,11 @@ class Admittance:
         self._inverse_mass = np.linalg.inv(gains.mass)
         self._inverse_inertia = np.linalg.inv(gains.inertia)
         self._walls = bool(np.isfinite([gains.wall_lower, gains.wall_upper]).any())
+        margins = (gains.wall_lower + gains.wall_margin, gains.wall_upper - gains.wall_margin)
+        self._margins = tuple(zip(*(m.tolist() for m in margins), strict=True))
+        self._springs = (bool(gains.stiffness_linear.any()), bool(gains.stiffness_angular.any()))
+        self._band = np.repeat([gains.force_dead_band, gains.moment_dead_band], 3)
+        self._smoothing = (0.0, 0.0)  # (dt, the low-pass's gain for dt)
 
     # ----- modes --------------------------------------------------------------------------
     def reset(self, start: AdmittanceState, keep_nominal: bool = False) -> None:
@@ -219,17 +230,18 @@ class Admittance:
 
     @property
     def at_rest(self) -> bool:
-        return not np.any(self.state.v) and not np.any(self.state.omega)
+        return not self.state.v.any() and not self.state.omega.any()
 
     # ----- input conditioning -------------------------------------------------------------
     def condition(self, force_w: np.ndarray, moment_b: np.ndarray, dt: float) -> np.ndarray:
         """Dead band (continuous: |w| - band, sign kept), then the first-order low-pass."""
-        g = self.gains
+        cutoff_hz = self.gains.cutoff_hz
         w = np.concatenate([force_w, moment_b]).astype(float)
-        band = np.repeat([g.force_dead_band, g.moment_dead_band], 3)
-        w = np.sign(w) * np.clip(np.abs(w) - band, 0.0, None)
-        if g.cutoff_hz > 0:
-            self.filtered += (1.0 - np.exp(-2 * np.pi * g.cutoff_hz * dt)) * (w - self.filtered)
+        w = np.sign(w) * np.maximum(np.abs(w) - self._band, 0.0)
+        if cutoff_hz > 0:
+            if self._smoothing[0] != dt:
+                self._smoothing = (dt, 1.0 - np.exp(-2 * np.pi * cutoff_hz * dt))
+            self.filtered += self._smoothing[1] * (w - self.filtered)
         else:
             self.filtered = w
         return self.filtered.copy()
@@ -242,18 +254,28 @@ class Admittance:
         inside_high = np.clip(p - (g.wall_upper - g.wall_margin), 0.0, None)
         return g.wall_stiffness * (inside_low - inside_high)
 
+    def _clear_of_walls(self, p: np.ndarray) -> bool:
+        """p outside every wall's margin (there the walls' force is exactly zero); NaN is not."""
+        return all(
+            low <= x <= high for x, (low, high) in zip(p.tolist(), self._margins, strict=True)
+        )
+
     def _accelerations(
-        self, w: np.ndarray, p: np.ndarray, R: np.ndarray, v: np.ndarray, omega: np.ndarray
+        self, w: np.ndarray, p: np.ndarray, R: np.ndarray | None, v: np.ndarray, omega: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """(a, alpha) of eq. 40, the Euler term of a full rotational M included, clipped to
-        the acceleration limits."""
+        the acceleration limits. R is needed (and may be None otherwise) only with a
+        rotational spring; zero terms are skipped (the same numbers)."""
         g = self.gains
-        p_nom, R_nom = self.nominal
-        e_p, e_R = p - p_nom, log3(R_nom.T @ R)
-        force = w[FORCE] - g.damping_linear @ v - g.stiffness_linear @ e_p
-        if self._walls:
+        linear_spring, angular_spring = self._springs
+        force = w[FORCE] - g.damping_linear @ v
+        if linear_spring:
+            force = force - g.stiffness_linear @ (p - self.nominal[0])
+        if self._walls and not self._clear_of_walls(p):
             force = force + self._wall_force(p)
-        moment = w[MOMENT] - g.damping_angular @ omega - g.stiffness_angular @ e_R
+        moment = w[MOMENT] - g.damping_angular @ omega
+        if angular_spring:
+            moment = moment - g.stiffness_angular @ log3(self.nominal[1].T @ R)
         moment = moment - _cross(omega, g.inertia @ omega)
         a = _clip_norm(self._inverse_mass @ force, g.max_linear_acceleration)
         alpha = _clip_norm(self._inverse_inertia @ moment, g.max_angular_acceleration)
@@ -264,7 +286,7 @@ class Admittance:
         g = self.gains
 
         def brake(x: np.ndarray, limit: float) -> np.ndarray:
-            speed = float(np.linalg.norm(x))
+            speed = math.sqrt(x.dot(x))
             return -x / dt if speed <= limit * dt else -limit * x / speed
 
         return brake(v, g.max_linear_acceleration), brake(omega, g.max_angular_acceleration)
@@ -288,10 +310,12 @@ class Admittance:
     def _rk4(self, w: np.ndarray, dt: float) -> AdmittanceState:
         """One RK4 / RKMK4 step of (p, u, v, omega), R = R_n exp(u)."""
         s = self.state
+        angular_spring = self._springs[1]
 
         def f(x: np.ndarray) -> np.ndarray:
             p, u, v, omega = x[:3], x[3:6], x[6:9], x[9:]
-            a, alpha = self._accelerations(w, p, s.R @ exp3(u), v, omega)
+            R = s.R @ exp3(u) if angular_spring else None
+            a, alpha = self._accelerations(w, p, R, v, omega)
             return np.concatenate([v, dexp_inverse(u, omega), a, alpha])
 
         x0 = np.concatenate([s.p, np.zeros(3), s.v, s.omega])
@@ -309,5 +333,5 @@ class Admittance:
 
 
 def _clip_norm(x: np.ndarray, limit: float) -> np.ndarray:
-    norm = float(np.linalg.norm(x))
+    norm = math.sqrt(x.dot(x))  # np.linalg.norm's value, without its checks
     return x * (limit / norm) if norm > limit else x

@@ -70,6 +70,7 @@ class AdmittanceSupervisor:
         # p_s_c of the model the running admittance started with: its frame (the CoM) stays
         # while later estimates come or go invalid, so that the reference never jumps
         self._p_s_c = np.zeros(3)
+        self._com_to_s = self._lever_arm(self._p_s_c)
 
     # ----- inputs ------------------------------------------------------------------------
     def on_estimate(self, model: ModelSummary) -> None:
@@ -125,6 +126,7 @@ class AdmittanceSupervisor:
         T_w_s = self._last_reference.T_w_s if self._last_reference else self._pose[1]
         V_s = self._last_reference.V_s if self._last_reference else np.zeros(6)
         self._p_s_c = np.array(self.model.p_s_c, dtype=float)
+        self._com_to_s = self._lever_arm(self._p_s_c)
         self.admittance = Admittance(gains, self._com_state(T_w_s, V_s))
         self.active = True
         self._started = self._pose[0]
@@ -174,13 +176,19 @@ class AdmittanceSupervisor:
         V_c = sp.twist_to(sp.transform(np.eye(3), -self._p_s_c), V_s)
         return AdmittanceState(T_w_c[:3, 3], T_w_c[:3, :3], T_w_c[:3, :3] @ V_c[3:], V_c[:3])
 
+    @staticmethod
+    def _lever_arm(p_s_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(T_c_s, Ad(T_s_c)): {s} seen from the CoM, and the map of a CoM body twist to
+        {s}'s, once per start (they change with the model's p_s_c only)."""
+        T_c_s = sp.transform(np.eye(3), -p_s_c)
+        return T_c_s, sp.adjoint(sp.inverse(T_c_s))
+
     def _reference(self, now: float, state: AdmittanceState) -> Reference:
         T_w_c = sp.transform(state.R, state.p)
-        T_c_s = sp.transform(np.eye(3), -self._p_s_c)
+        T_c_s, Ad_s_c = self._com_to_s
         V_c = np.concatenate([state.omega, state.R.T @ state.v])
-        V_s = sp.twist_to(sp.inverse(T_c_s), V_c)
-        moving = bool(np.any(state.v) or np.any(state.omega))
-        return Reference(now, T_w_c @ T_c_s, V_s, moving)
+        moving = bool(state.v.any() or state.omega.any())
+        return Reference(now, T_w_c @ T_c_s, Ad_s_c @ V_c, moving)
 
     def measured_pose(self) -> tuple[float, np.ndarray] | None:
         """(stamp, T_w_s) of the newest payload pose, None before the first."""

@@ -12,8 +12,9 @@ Plans (seconds of SQP and SDPs) run one after the other on a thread of their own
 (``runtime.BackgroundCalls``): the executor thread only starts them (a goal, a moved CoM) or
 awaits them in coroutine callbacks (``~/plan``, the ``~/plan_balancing`` action,
 ``~/mode/balancing``), so the admittance's reference keeps its rate while a plan is computed
-and the node spins on rclpy's single-threaded executor (issue 14's latency: the
-multi-threaded one costs 10-100x at p99, ``bench/echo_chain.py --table``).
+and the node spins on rclpy's events executor (issue 14's latency and CPU: the
+multi-threaded one costs 10-100x at p99, ``bench/echo_chain.py --table``; the
+single-threaded one several times the CPU per callback).
 """
 
 from __future__ import annotations
@@ -58,9 +59,11 @@ from ..runtime import BackgroundCalls, diagnostics, run_executable
 from .planner_action import ACTION_NAME, ACTION_TYPE, add_plan_action
 from .planner_robot import JOINT_TOPIC, first_start, joint_trajectory, next_start, tray_positions
 
-# The executor planner_node spins on: one thread (plans run on their own). Not rclpy's events
-# executor: it polls a coroutine that awaits a plan (up to most of a core while planning).
-EXECUTOR = "single"
+# The executor planner_node spins on: rclpy's events executor (one thread, its wait loop in
+# C++; plans run on their own thread). Its callbacks cost a fraction of the single-threaded
+# executor's, which rebuilds its wait set of ~25 entities in Python at every wake-up; a
+# coroutine awaiting a plan is polled at most every 2 ms (``runtime.PolledFuture``).
+EXECUTOR = "events"
 
 INTERFACE = NodeInterface(
     executable="planner_node",

@@ -27,24 +27,9 @@ from inertia_estimation_ros.ros.serialized import (
     GraspStateLayout,
     JointStateReader,
     StampedLayout,
-    quaternion,
     stamp_bytes,
 )
 from inertia_estimation_ros.sim import analytic as an
-
-
-def test_quaternions_are_scipys_bit_for_bit():
-    """Random rotations, products of two (orthonormal to round-off), the half turns and the
-    identity (every branch of the method); scipy's own path for the rest."""
-    rotations = Rotation.random(20000, random_state=3).as_matrix()
-    products = rotations[:10000] @ rotations[10000:]
-    half_turns = [np.diag(d) for d in ([1.0, -1, -1], [-1.0, 1, -1], [-1.0, -1, 1])]
-    for R in [*rotations, *products, *half_turns, np.eye(3)]:
-        assert quaternion(R) == tuple(Rotation.from_matrix(R).as_quat().tolist())
-    skewed = rotations[0] + 1e-6  # scipy orthonormalizes it first (SVD)
-    assert quaternion(skewed) == tuple(Rotation.from_matrix(skewed).as_quat().tolist())
-    with pytest.raises(ValueError, match="determinant"):
-        quaternion(-np.eye(3))
 
 
 def samples(robot_id: str, count: int = 200) -> list[GraspSample]:

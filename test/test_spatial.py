@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pinocchio as pin
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from scipy.spatial.transform import Rotation
 
 from inertia_estimation_ros.core import spatial as sp
 
@@ -99,3 +101,17 @@ def test_body_twist_from_pose_derivative():
     dT = (T0 @ sp.exp6(V * dt) - T0 @ sp.exp6(-V * dt)) / (2 * dt)
     assert np.allclose(sp.vee(sp.inverse(T0) @ dT), V, atol=1e-6)
     assert np.allclose(sp.ad(V) @ V, 0.0)
+
+
+def test_quaternion_is_scipys_bit_for_bit():
+    """Random rotations, products of two (orthonormal to round-off), the half turns and the
+    identity (every branch of the method); scipy's own path for the rest."""
+    rotations = Rotation.random(20000, random_state=3).as_matrix()
+    products = rotations[:10000] @ rotations[10000:]
+    half_turns = [np.diag(d) for d in ([1.0, -1, -1], [-1.0, 1, -1], [-1.0, -1, 1])]
+    for R in [*rotations, *products, *half_turns, np.eye(3)]:
+        assert sp.quaternion(R) == tuple(Rotation.from_matrix(R).as_quat().tolist())
+    skewed = rotations[0] + 1e-6  # scipy orthonormalizes it first (SVD)
+    assert sp.quaternion(skewed) == tuple(Rotation.from_matrix(skewed).as_quat().tolist())
+    with pytest.raises(ValueError, match="determinant"):
+        sp.quaternion(-np.eye(3))

@@ -135,22 +135,40 @@ def exp3(phi: ArrayLike) -> np.ndarray:
 
 
 def quaternion(R: ArrayLike) -> tuple[float, float, float, float]:
-    """The unit quaternion (x, y, z, w) of a rotation matrix, as scipy's
-    ``Rotation.from_matrix(R).as_quat()`` gives it (Markley 2008: from the largest of the
-    trace and the diagonal, so the same sign), without its per-call cost (~40x)."""
-    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = np.asarray(R, dtype=float).tolist()
-    trace = r00 + r11 + r22
-    largest = max(r00, r11, r22, trace)
-    if largest == trace:
-        q = (r21 - r12, r02 - r20, r10 - r01, 1.0 + trace)
-    elif largest == r00:
-        q = (1.0 - trace + 2.0 * r00, r10 + r01, r20 + r02, r21 - r12)
-    elif largest == r11:
-        q = (r01 + r10, 1.0 - trace + 2.0 * r11, r21 + r12, r02 - r20)
+    """The unit quaternion (x, y, z, w) of a rotation matrix, bit for bit what scipy's
+    ``Rotation.from_matrix(R).as_quat()`` gives (its method for orthonormal matrices, Markley
+    2008: from the first of the largest of the diagonal and the trace), without its per-call
+    cost (~40x). A matrix that scipy would orthonormalize first (R R^T further than 1e-12 from
+    I) or refuse (det <= 0, non-finite) goes to scipy."""
+    (a, b, c), (d, e, f), (g, h, i) = np.asarray(R, dtype=float).tolist()
+    # Well inside scipy's test (np.isclose(R R^T, I, atol=1e-12), so 1e-5 on the diagonal):
+    # rounding differences in the product cannot change the path.
+    orthonormal = (
+        abs(a * d + b * e + c * f) < 5e-13
+        and abs(a * g + b * h + c * i) < 5e-13
+        and abs(d * g + e * h + f * i) < 5e-13
+        and abs(a * a + b * b + c * c - 1.0) < 5e-6
+        and abs(d * d + e * e + f * f - 1.0) < 5e-6
+        and abs(g * g + h * h + i * i - 1.0) < 5e-6
+    )
+    if not (orthonormal and a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g) > 0.5):
+        x, y, z, w = Rotation.from_matrix(R).as_quat().tolist()
+        return x, y, z, w
+    trace = a + e + i
+    largest, value = 0, a  # the first of the largest of (a, e, i, trace), as scipy picks
+    for k, candidate in ((1, e), (2, i), (3, trace)):
+        if candidate > value:
+            largest, value = k, candidate
+    if largest == 0:
+        x, y, z, w = 1 - trace + 2 * a, d + b, g + c, h - f
+    elif largest == 1:
+        x, y, z, w = b + d, 1 - trace + 2 * e, h + f, c - g
+    elif largest == 2:
+        x, y, z, w = c + g, f + h, 1 - trace + 2 * i, d - b
     else:
-        q = (r02 + r20, r12 + r21, 1.0 - trace + 2.0 * r22, r10 - r01)
-    norm = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    return q[0] / norm, q[1] / norm, q[2] / norm, q[3] / norm
+        x, y, z, w = h - f, c - g, d - b, 1 + trace
+    norm = math.sqrt(x * x + y * y + z * z + w * w)
+    return x / norm, y / norm, z / norm, w / norm
 
 
 def log3(R: ArrayLike) -> np.ndarray:

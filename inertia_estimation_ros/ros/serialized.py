@@ -27,48 +27,13 @@ from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState
 
 from ..core.samples import GraspSample
+from ..core.spatial import quaternion
 from ..msg import GraspState
 from .conversions import to_grasp_state, to_time
 
 ENCAPSULATION = 4  # bytes before the CDR payload: representation and options
 _STAMP = struct.Struct("=iI")  # header.stamp (sec, nanosec): a stamped message's first field
 STAMP = slice(ENCAPSULATION, ENCAPSULATION + _STAMP.size)
-
-
-def quaternion(R: np.ndarray) -> tuple[float, float, float, float]:
-    """(x, y, z, w) of a rotation matrix: bit for bit what ``Rotation.from_matrix(R).as_quat()``
-    gives (scipy's own method for orthonormal matrices, Markley 2008, written for one matrix;
-    about 30x faster). A matrix that scipy would orthonormalize first (R R^T further than
-    1e-12 from I) or refuse (det <= 0, non-finite) goes to scipy."""
-    (a, b, c), (d, e, f), (g, h, i) = R.tolist()
-    # Well inside scipy's test (np.isclose(R R^T, I, atol=1e-12), so 1e-5 on the diagonal):
-    # rounding differences in the product cannot change the path.
-    orthonormal = (
-        abs(a * d + b * e + c * f) < 5e-13
-        and abs(a * g + b * h + c * i) < 5e-13
-        and abs(d * g + e * h + f * i) < 5e-13
-        and abs(a * a + b * b + c * c - 1.0) < 5e-6
-        and abs(d * d + e * e + f * f - 1.0) < 5e-6
-        and abs(g * g + h * h + i * i - 1.0) < 5e-6
-    )
-    if not (orthonormal and a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g) > 0.5):
-        x, y, z, w = Rotation.from_matrix(R).as_quat().tolist()
-        return x, y, z, w
-    trace = a + e + i
-    largest, value = 0, a  # the first of the largest of (a, e, i, trace), as scipy picks
-    for k, candidate in ((1, e), (2, i), (3, trace)):
-        if candidate > value:
-            largest, value = k, candidate
-    if largest == 0:
-        x, y, z, w = 1 - trace + 2 * a, d + b, g + c, h - f
-    elif largest == 1:
-        x, y, z, w = b + d, 1 - trace + 2 * e, h + f, c - g
-    elif largest == 2:
-        x, y, z, w = c + g, f + h, 1 - trace + 2 * i, d - b
-    else:
-        x, y, z, w = h - f, c - g, d - b, 1 + trace
-    norm = math.sqrt(x * x + y * y + z * z + w * w)
-    return x / norm, y / norm, z / norm, w / norm
 
 
 def pose_values(T: np.ndarray) -> tuple[float, ...]:

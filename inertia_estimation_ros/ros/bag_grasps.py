@@ -226,16 +226,17 @@ def decode_grasp_state(raw: bytes, robot: str) -> tuple[str, SimpleNamespace] | 
     return layout[1], _fields(robot, sec, nanosec, values[None], flags)
 
 
-# GraspStateArray's sequences after its strings: (name, dtype, values per sample), in order.
+# GraspStateArray's sequences after its strings: (name, dtype, bytes per value, values per
+# sample), in order.
 ARRAY_FIELDS = (
-    ("sec", "<i4", 1),
-    ("nanosec", "<u4", 1),
-    ("position", "<f8", 3),
-    ("orientation", "<f8", 4),
-    ("twist", "<f8", 6),
-    ("twist_derivative", "<f8", 6),
-    ("wrench", "<f8", 6),
-    ("gravity", "<f8", 3),
+    ("sec", np.dtype("<i4"), 4, 1),
+    ("nanosec", np.dtype("<u4"), 4, 1),
+    ("position", np.dtype("<f8"), 8, 3),
+    ("orientation", np.dtype("<f8"), 8, 4),
+    ("twist", np.dtype("<f8"), 8, 6),
+    ("twist_derivative", np.dtype("<f8"), 8, 6),
+    ("wrench", np.dtype("<f8"), 8, 6),
+    ("gravity", np.dtype("<f8"), 8, 3),
 )
 
 
@@ -251,23 +252,20 @@ def decode_grasp_state_array(raw: bytes, robot: str) -> tuple[str, SimpleNamespa
     if strings is None or strings[1] != robot:
         return None
     fields, k = {}, None
-    for name, dtype, width in ARRAY_FIELDS:
+    for name, dtype, size, width in ARRAY_FIELDS:
         position += -(position - 4) % 4
         count = int.from_bytes(raw[position : position + 4], "little")
         position += 4
-        size = np.dtype(dtype).itemsize
         if count:
             position += -(position - 4) % size
         k = count if k is None else k
-        if position + count * size > len(raw) or count not in (width * k, 0):
+        sized = count == width * k or (name == "gravity" and count == 0)
+        if position + count * size > len(raw) or not sized:
             return None
         fields[name] = (dtype, count, position)
         position += count * size
     flags = raw[position : position + 3]
     if len(flags) != 3 or max(flags) > 1:
-        return None
-    counts = [count for _, count, _ in fields.values()]
-    if any(n != width * k for n, (_, _, width) in zip(counts[:-1], ARRAY_FIELDS, strict=False)):
         return None
     if fields["gravity"][1] != (3 * k if flags[2] else 0):
         return None

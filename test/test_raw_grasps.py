@@ -132,7 +132,8 @@ def test_the_arrays_read_what_robot_node_sends_and_leave_the_rest():
     msg.wrench = [1.0] * 11
     assert decode_grasp_state_array(serialize_message(msg), ROBOT) is None
     refused = convert_raw(ROBOT, "grasp_state_array", serialize_message(msg))
-    assert refused.refusal[0] == "malformed message" and "wrench has 11 values" in refused.refusal[1]
+    reason, detail = refused.refusal
+    assert reason == "malformed message" and "wrench has 11 values" in detail
     other = convert_raw("robot_1", "grasp_state_array", serialize_message(msg))
     assert other.refusal[0] == "unknown robot id"
 

@@ -1,12 +1,15 @@
-"""A bag's grasp messages read in bulk, for ``inertia_estimation estimate``.
+"""Grasp messages' CDR bytes decoded as numpy arrays: a bag's, for ``inertia_estimation
+estimate``, and the coordinator's raw subscriptions (``ingest.convert_raw``). One home for the
+messages' CDR layouts.
 
 ``GraspState`` has a fixed CDR layout but for its three strings and its four covariance
 sequences: the messages of one topic with the same strings and no covariances (all that
 robot_node publishes) are decoded together as numpy arrays, straight from their bytes, and
 turned into samples by ``conversions.grasp_samples`` (the ``GraspStateArray`` path, the same
 bits as ``grasp_sample`` one by one). Any other message (covariances filled, a pose, twist or
-twist derivative flagged missing, big-endian CDR, ``GraspStateArray``) is deserialized by
-rclpy and goes through ``ingest.push_message`` as the node's would.
+twist derivative flagged missing, big-endian CDR) is deserialized by rclpy and goes through
+``ingest.push_message`` as the node's would. ``GraspStateArray`` is read at the offsets its
+arrays' lengths give (``decode_grasp_state_array``), one message at a time.
 """
 
 from __future__ import annotations
@@ -51,6 +54,29 @@ class RobotStream:
     frame_id: str
 
 
+def _fields(
+    robot: str, sec: np.ndarray, nanosec: np.ndarray, values: np.ndarray, flags: np.ndarray
+) -> SimpleNamespace:
+    """What ``grasp_samples`` reads of a GraspStateArray, from Q GraspStates' stamps and
+    (Q, DOUBLES) values, all with pose, twist and twist derivative and the same last three
+    flags (has_force, has_torque, has_gravity)."""
+    has_force, has_torque, has_gravity = (bool(f) for f in flags[3:])
+    return SimpleNamespace(
+        robot_id=robot,
+        sec=sec,
+        nanosec=nanosec,
+        position=values[:, 0:3].ravel(),
+        orientation=values[:, 3:7].ravel(),
+        twist=values[:, 7:13].ravel(),
+        twist_derivative=values[:, 13:19].ravel(),
+        wrench=values[:, 19:25].ravel(),
+        gravity=values[:, 25:28].ravel() if has_gravity else [],
+        has_force=has_force,
+        has_torque=has_torque,
+        has_gravity=has_gravity,
+    )
+
+
 def read_plain_streams(
     path: str | Path, topics: dict[str, str], frame_of: Callable[[str], str]
 ) -> dict[str, RobotStream] | None:
@@ -85,29 +111,15 @@ def _plain_batch(robot: str, frame_id: str, rows: np.ndarray) -> GraspBatch | No
     ends = pose + 8 * DOUBLES + FLAGS
     if np.any(rows[:, :4] != rows[0, :4]) or np.any(rows[:, 12:pose] != rows[0, 12:pose]):
         return None  # another encoding or other strings further on
-    if np.any(rows[:, length - 16 :]):
+    if np.any(rows[:, _sequences(pose) : _sequences(pose) + 16]):
         return None  # covariances
     flags = rows[:, ends - FLAGS : ends].astype(bool)
     values = rows[:, pose : ends - FLAGS].copy().view("<f8")
     if not (flags[:, :3].all() and (flags == flags[0]).all() and values[:, 3:7].any(axis=1).all()):
         return None
-    has_force, has_torque, has_gravity = (bool(f) for f in flags[0, 3:])
-    batch = grasp_samples(
-        SimpleNamespace(
-            robot_id=robot,
-            sec=rows[:, 4:8].copy().view("<i4")[:, 0],
-            nanosec=rows[:, 8:12].copy().view("<u4")[:, 0],
-            position=values[:, 0:3].ravel(),
-            orientation=values[:, 3:7].ravel(),
-            twist=values[:, 7:13].ravel(),
-            twist_derivative=values[:, 13:19].ravel(),
-            wrench=values[:, 19:25].ravel(),
-            gravity=values[:, 25:28].ravel() if has_gravity else [],
-            has_force=has_force,
-            has_torque=has_torque,
-            has_gravity=has_gravity,
-        )
-    )
+    sec = rows[:, 4:8].copy().view("<i4")[:, 0]
+    nanosec = rows[:, 8:12].copy().view("<u4")[:, 0]
+    batch = grasp_samples(_fields(robot, sec, nanosec, values, flags[0]))
     increasing = np.all(np.diff(batch.stamps) > 0)
     return batch if increasing and batch.finite().all() else None
 
@@ -155,20 +167,20 @@ def _grasp_state_entries(robot: str, messages: list[tuple[int, bytes]]) -> Itera
 def _layout(raw: bytes) -> tuple | None:
     """(robot id, frame id, strings' bytes, length) of a message the arrays can decode, or
     None: little-endian CDR, no covariances."""
-    if raw[:2] != CDR_LITTLE_ENDIAN:
+    position, strings = _strings(raw)
+    if raw[:2] != CDR_LITTLE_ENDIAN or strings is None:
         return None
-    position, strings = 12, []  # after the encapsulation header and the stamp
-    for _ in range(3):  # frame_id, robot_id, home_frame_id
-        position += -(position - 4) % 4
-        size = int.from_bytes(raw[position : position + 4], "little")
-        strings.append(raw[position + 4 : position + 3 + size].decode(errors="replace"))
-        position += 4 + size
     pose = position + (-(position - 4) % 8)
-    flags_end = pose + 8 * DOUBLES + FLAGS
-    sequences = flags_end + (-(flags_end - 4) % 4)
-    if len(raw) != sequences + 16 or any(raw[sequences:]):
-        return None
+    sequences = _sequences(pose)
+    if len(raw) < sequences + 16 or any(raw[sequences : sequences + 16]):
+        return None  # (bytes after the covariances' four lengths are padding, as rclpy reads)
     return (strings[1], strings[0], raw[12:pose], len(raw), pose)
+
+
+def _sequences(pose: int) -> int:
+    """Where a GraspState's covariance sequences begin, its pose beginning at ``pose``."""
+    flags_end = pose + 8 * DOUBLES + FLAGS
+    return flags_end + (-(flags_end - 4) % 4)
 
 
 def _decoded(robot: str, layout: tuple, messages: list[tuple[int, bytes]]) -> Iterator[GraspEntry]:
@@ -191,20 +203,96 @@ def _decoded(robot: str, layout: tuple, messages: list[tuple[int, bytes]]) -> It
                 yield _deserialized(robot, GRASP_STATE, *messages[k])
             continue
         rows = slice(start, stop)
-        has_force, has_torque, has_gravity = (bool(f) for f in flags[start, 3:])
-        batch = SimpleNamespace(
-            robot_id=robot,
-            sec=sec[rows],
-            nanosec=nanosec[rows],
-            position=values[rows, 0:3].ravel(),
-            orientation=values[rows, 3:7].ravel(),
-            twist=values[rows, 7:13].ravel(),
-            twist_derivative=values[rows, 13:19].ravel(),
-            wrench=values[rows, 19:25].ravel(),
-            gravity=values[rows, 25:28].ravel() if has_gravity else [],
-            has_force=has_force,
-            has_torque=has_torque,
-            has_gravity=has_gravity,
-        )
+        batch = _fields(robot, sec[rows], nanosec[rows], values[rows], flags[start])
         for k, sample in enumerate(grasp_samples(batch), start):
             yield GraspEntry(messages[k][0], robot, frame_id, [sample])
+
+
+def decode_grasp_state(raw: bytes, robot: str) -> tuple[str, SimpleNamespace] | None:
+    """(frame id, fields for ``grasp_samples``) of one GraspState's CDR bytes from ``robot``'s
+    topic, read at its layout's offsets; None for anything else than what ``_decoded``
+    reads in bulk (another robot's id, covariances, pose, twist or twist derivative
+    missing, a zero quaternion, flags not 0 or 1): rclpy's deserialization and
+    ``grasp_sample`` take those, and name their refusals."""
+    layout = _layout(raw)
+    if layout is None or layout[0] != robot:
+        return None
+    pose = layout[4]
+    flags = np.frombuffer(raw, np.uint8, FLAGS, pose + 8 * DOUBLES)
+    values = np.frombuffer(raw, "<f8", DOUBLES, pose)
+    if not (flags[:3].all() and (flags <= 1).all() and values[3:7].any()):
+        return None
+    sec, nanosec = np.frombuffer(raw, "<i4", 1, 4), np.frombuffer(raw, "<u4", 1, 8)
+    return layout[1], _fields(robot, sec, nanosec, values[None], flags)
+
+
+# GraspStateArray's sequences after its strings: (name, dtype, bytes per value, values per
+# sample), in order.
+ARRAY_FIELDS = (
+    ("sec", np.dtype("<i4"), 4, 1),
+    ("nanosec", np.dtype("<u4"), 4, 1),
+    ("position", np.dtype("<f8"), 8, 3),
+    ("orientation", np.dtype("<f8"), 8, 4),
+    ("twist", np.dtype("<f8"), 8, 6),
+    ("twist_derivative", np.dtype("<f8"), 8, 6),
+    ("wrench", np.dtype("<f8"), 8, 6),
+    ("gravity", np.dtype("<f8"), 8, 3),
+)
+
+
+def decode_grasp_state_array(raw: bytes, robot: str) -> tuple[str, SimpleNamespace] | None:
+    """(frame id, fields for ``grasp_samples``: numpy views of the bytes) of one
+    GraspStateArray's CDR bytes from ``robot``'s topic; None for anything unusual (big-endian
+    CDR, another robot's id, an array whose length is not its values per sample times
+    len(sec), flags not 0 or 1, bytes missing): rclpy's deserialization and
+    ``grasp_samples`` take those, and name their refusals."""
+    if raw[:2] != CDR_LITTLE_ENDIAN:
+        return None
+    position, strings = _strings(raw)
+    if strings is None or strings[1] != robot:
+        return None
+    fields, k = {}, None
+    for name, dtype, size, width in ARRAY_FIELDS:
+        position += -(position - 4) % 4
+        count = int.from_bytes(raw[position : position + 4], "little")
+        position += 4
+        if count:
+            position += -(position - 4) % size
+        k = count if k is None else k
+        sized = count == width * k or (name == "gravity" and count == 0)
+        if position + count * size > len(raw) or not sized:
+            return None
+        fields[name] = (dtype, count, position)
+        position += count * size
+    flags = raw[position : position + 3]
+    if len(flags) != 3 or max(flags) > 1:
+        return None
+    if fields["gravity"][1] != (3 * k if flags[2] else 0):
+        return None
+    arrays = {name: np.frombuffer(raw, *spec) for name, spec in fields.items()}
+    has_force, has_torque, has_gravity = (bool(f) for f in flags)
+    arrays["gravity"] = arrays["gravity"] if has_gravity else []
+    return strings[0], SimpleNamespace(
+        robot_id=robot,
+        has_force=has_force,
+        has_torque=has_torque,
+        has_gravity=has_gravity,
+        **arrays,
+    )
+
+
+def _strings(raw: bytes) -> tuple[int, list[str] | None]:
+    """(the position after them, the header's frame id, robot id and home frame id) of a
+    grasp message's CDR bytes; None for strings that are not UTF-8 or run past the end."""
+    position, strings = 12, []  # after the encapsulation header and the stamp
+    for _ in range(3):  # frame_id, robot_id, home_frame_id
+        position += -(position - 4) % 4
+        size = int.from_bytes(raw[position : position + 4], "little")
+        if size == 0 or position + 4 + size > len(raw):
+            return position, None
+        try:
+            strings.append(raw[position + 4 : position + 3 + size].decode())
+        except UnicodeDecodeError:
+            return position, None
+        position += 4 + size
+    return position, strings

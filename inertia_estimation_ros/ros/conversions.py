@@ -216,24 +216,28 @@ def to_grasp_state(sample: GraspSample, frame_id: str, home_frame_id: str) -> Gr
 
 
 # Flat indices (4 a + b into the 4x4 products q_a q_b) of what each entry of R needs, as in
-# ``rotation``: R = 2 (q_a q_b + sign q_c q_d), and 1 - that on the diagonal.
-_FIRST = np.array([5, 1, 2, 1, 0, 6, 2, 6, 0])
-_SECOND = np.array([10, 11, 7, 11, 10, 3, 7, 3, 5])
+# ``rotation``: R = 2 (q_a q_b + sign q_c q_d), and 1 - that on the diagonal (entries 0, 4, 8).
+_PAIRS = np.array([5, 1, 2, 1, 0, 6, 2, 6, 0, 10, 11, 7, 11, 10, 3, 7, 3, 5])
 _SIGN = np.array([1.0, -1.0, 1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0])
-_DIAGONAL = np.array([True, False, False, False, True, False, False, False, True])
 
 
 def rotations(q: np.ndarray) -> np.ndarray:
     """(K, 3, 3) rotations of (K, 4) quaternions (x, y, z, w), as ``rotation`` one by one (the
-    same operations, so the same bits: a + (-b) is a - b exactly); a zero quaternion gives NaN
-    (refused downstream)."""
+    same operations, so the same bits: a + (-b) is a - b exactly, x**2 is x * x); a zero
+    quaternion gives NaN (refused downstream). In place where it can: a message's K is small,
+    and each array operation costs more than its arithmetic."""
     q = np.asarray(q, dtype=float)
-    x, y, z, w = q.T
+    squares = q * q
+    norms = np.sqrt(squares[:, 0] + squares[:, 1] + squares[:, 2] + squares[:, 3])
     with np.errstate(invalid="ignore", divide="ignore"):
-        q = q / np.sqrt(x**2 + y**2 + z**2 + w**2)[:, None]
-    products = (q[:, :, None] * q[:, None, :]).reshape(-1, 16)
-    R = 2 * (products.take(_FIRST, axis=1) + _SIGN * products.take(_SECOND, axis=1))
-    R[:, _DIAGONAL] = 1 - R[:, _DIAGONAL]
+        q = q / norms[:, None]
+    pairs = (q[:, :, None] * q[:, None, :]).reshape(-1, 16).take(_PAIRS, axis=1)
+    R = pairs[:, 9:]
+    R *= _SIGN
+    R += pairs[:, :9]
+    R *= 2
+    diagonal = R[:, ::4]
+    np.subtract(1, diagonal, out=diagonal)
     return R.reshape(-1, 3, 3)
 
 

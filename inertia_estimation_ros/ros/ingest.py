@@ -1,7 +1,8 @@
 """Grasp messages into a ``TeamPipeline``: the one path of the coordinator node and of
 ``inertia_estimation estimate`` (bags), for ``GraspState`` and ``GraspStateArray`` alike.
-Each message is converted once (``convert``); the coordinator hands the same samples to its
-external wrench output and, later, to the pipeline (``push_converted``)."""
+Each message is converted once (``convert``, or ``convert_raw`` from its CDR bytes); the
+coordinator hands the same samples to its external wrench output and, later, to the pipeline
+(``push_converted``)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from dataclasses import dataclass
 from ..core.samples import GraspSample
 from ..core.team_pipeline import TeamPipeline
 from ..msg import GraspState, GraspStateArray
+from .bag_grasps import decode_grasp_state, decode_grasp_state_array
 from .conversions import grasp_sample, grasp_samples
 
 # The topics a robot's samples come on, relative to its namespace, and their messages.
 GRASP_TOPICS = {"grasp_state": GraspState, "grasp_state_array": GraspStateArray}
+# Their CDR bytes decoded as arrays where the layout is the usual one (``bag_grasps``).
+DECODERS = {"grasp_state": decode_grasp_state, "grasp_state_array": decode_grasp_state_array}
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,24 @@ def convert(robot_id: str, msg: GraspState | GraspStateArray) -> GraspMessage:
     except (ValueError, TypeError) as error:
         return GraspMessage(robot_id, frame_id, refusal=("malformed message", str(error)))
     return GraspMessage(robot_id, frame_id, samples)
+
+
+def convert_raw(robot_id: str, topic: str, raw: bytes) -> GraspMessage:
+    """``convert`` of a message's CDR bytes from ``robot_id``'s ``topic`` (a key of
+    ``GRASP_TOPICS``): read straight from the bytes where the layout is the usual one (the
+    same samples, bit for bit), else deserialized by rclpy and converted."""
+    decoded = DECODERS[topic](raw, robot_id)
+    if decoded is not None:
+        frame_id, fields = decoded
+        return GraspMessage(robot_id, frame_id, grasp_samples(fields))
+    from rclpy.serialization import deserialize_message
+
+    try:
+        msg = deserialize_message(raw, GRASP_TOPICS[topic])
+    except Exception as error:  # bytes no publisher of the type would send
+        detail = f"{len(raw)} bytes on /{robot_id}/{topic} not deserializable: {error}"
+        return GraspMessage(robot_id, "", refusal=("malformed message", detail))
+    return convert(robot_id, msg)
 
 
 def push_converted(

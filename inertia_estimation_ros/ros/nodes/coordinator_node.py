@@ -12,10 +12,11 @@ to a second at N = 16) never holds up the updates (issue 16). The worker publish
 estimate, TF and markers when its solve is done (the message's ``age`` says how old its newest
 sample was then); every ``diagnostics_period`` it publishes /diagnostics. Both periods run on
 the node's ROS clock (simulation time with ``use_sim_time``: a paused replay pauses them, a
-replay at 5x runs them 5x faster), and solves take at most a quarter of the wall time. Services
-are coroutines: each posts its command to the worker and awaits its result without holding the
-executor; commands run one after the other, each answered once it and its solve have run (at
-shutdown, commands not run yet are answered as failed). Tuning parameters are writable at run
+replay at 5x runs them 5x faster), and solves take at most a quarter of the wall time. A service
+request queues its command for the worker and returns at once; commands run one after the
+other, the worker answering each once it and its solve have run (at shutdown, commands not run
+yet are answered as failed). The executable spins rclpy's events executor (its wait loop in
+C++; ``--executor single`` for rclpy's single-threaded one). Tuning parameters are writable at run
 time (``ros2 param set``), checked as at start-up. Diagnostics follow ``diagnostic_updater``'s
 conventions: per robot a status whose hardware_id is the robot id, STALE when its samples stop
 arriving on the ROS clock. Bad input is refused and counted, never raised.
@@ -33,7 +34,6 @@ from collections import deque
 from types import SimpleNamespace
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.task import Future
@@ -47,12 +47,12 @@ from ...core.cooperative.grasp_kinematics import ROBUST_LOSSES
 from ...core.cooperative.settings import KINEMATICS_SOURCES
 from ...core.solver_thread import SolverThread
 from ...core.team_pipeline import PipelineSettings, Status, TeamPipeline
-from ...msg import GraspState, GraspStateArray, PayloadEstimate
+from ...msg import PayloadEstimate
 from ..conversions import to_payload_estimate
 from ..external_wrench_output import PARAMETERS as EXTERNAL_WRENCH_PARAMETERS
 from ..external_wrench_output import TOPICS as EXTERNAL_WRENCH_TOPICS
 from ..external_wrench_output import ExternalWrenchOutput
-from ..ingest import GRASP_TOPICS, GraspMessage, convert, push_converted
+from ..ingest import GRASP_TOPICS, GraspMessage, convert_raw, push_converted
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare, unknown_parameters, watch
 from ..payload_visualization import (
@@ -387,13 +387,11 @@ class CoordinatorNode(Node):
         self._callback_errors: deque = deque(maxlen=10)
         self.overflow = 0
         for rid in self.pipeline.robot_ids:
-            for topic, kind in GRASP_TOPICS.items():
-                self.create_subscription(kind, f"{rid}/{topic}", self._enqueue(rid), GRASP_QOS)
-        # Services in their own group: a handler awaiting the worker holds no other callback.
-        services = ReentrantCallbackGroup()
+            for topic, kind in GRASP_TOPICS.items():  # CDR bytes: ``ingest.convert_raw``
+                callback = self._enqueue(rid, topic)
+                self.create_subscription(kind, f"{rid}/{topic}", callback, GRASP_QOS, raw=True)
         for name in ("reset", "freeze", "unfreeze", "estimate_now"):
-            self.create_service(Trigger, f"~/{name}", self._service(name), callback_group=services)
-        self._wake = self.create_guard_condition(lambda: None)  # a command's result is ready
+            self._serve(name)
         self._arrival: dict[str, float] = {}  # ROS time of each robot's newest message
         self.internal_errors = 0
         self._last_error = ""
@@ -460,15 +458,15 @@ class CoordinatorNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     # ----- executor side: callbacks enqueue (and feed the human wrench) ---------------------
-    def _enqueue(self, robot_id: str):  # noqa: ANN202 (an rclpy callback)
+    def _enqueue(self, robot_id: str, topic: str):  # noqa: ANN202 (an rclpy callback)
         inbox = self._inbox
 
-        def callback(msg: GraspState | GraspStateArray) -> None:
+        def callback(raw: bytes) -> None:
             # Converted here only for the human wrench (it leaves now, not at the worker's
             # next cycle); the worker reuses the conversion or makes it: once per message.
-            message = convert(robot_id, msg) if self.external_wrench.active else None
+            message = convert_raw(robot_id, topic, raw) if self.external_wrench.active else None
             if len(inbox) < INBOX_LIMIT:
-                inbox.append((robot_id, msg, message, self._now()))
+                inbox.append((robot_id, topic, raw, message, self._now()))
             else:
                 self.overflow += 1
             try:
@@ -479,14 +477,27 @@ class CoordinatorNode(Node):
 
         return callback
 
-    def _service(self, command: str):  # noqa: ANN202 (an rclpy callback)
-        async def handle(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-            result: Future = Future()
-            self._commands.put((command, result))
-            response.success, response.message = await result
-            return response
+    def _serve(self, command: str) -> None:
+        """``~/<command>``: a request queues the command for the worker, which sends the answer
+        once the command and its solve have run. The executor's callback returns at once
+        and the executor's "send the response" (``Service.send_response``, which every rclpy
+        executor calls after the callback) queues the command with the request's header
+        instead: nothing awaits on the executor, so any executor serves it (rclpy's events
+        executor resumes no coroutine woken from another thread and has no guard conditions)."""
+        service = self.create_service(Trigger, f"~/{command}", lambda request, response: response)
+        send = service.send_response
 
-        return handle
+        def queue(response: Trigger.Response, header: object) -> None:
+            answer: Future = Future()  # its result (success, message): set by the worker
+
+            def reply(done: Future) -> None:
+                response.success, response.message = done.result()
+                send(response, header)
+
+            answer.add_done_callback(reply)
+            self._commands.put((command, answer))
+
+        service.send_response = queue
 
     def destroy_node(self) -> None:
         """Stop the worker (it publishes) before the node goes; commands it has not run are
@@ -571,8 +582,7 @@ class CoordinatorNode(Node):
             self._answer(command, self._command_answer(command[0], estimate))
 
     def _answer(self, command: tuple[str, Future], answer: tuple[bool, str]) -> None:
-        command[1].set_result(answer)
-        self._wake.trigger()  # the executor resumes the awaiting service handler
+        command[1].set_result(answer)  # sends the service's response (``_serve``)
 
     def _report_error(self, error: Exception) -> None:
         """Count an internal error; log it with its traceback, once per ERROR_LOG_PERIOD while
@@ -619,15 +629,11 @@ class CoordinatorNode(Node):
         )
 
     def _push(
-        self,
-        robot_id: str,
-        msg: GraspState | GraspStateArray,
-        message: GraspMessage | None,
-        received: float,
+        self, robot_id: str, topic: str, raw: bytes, message: GraspMessage | None, received: float
     ) -> None:
         """A message into the pipeline, converted by its callback (``message``) or now."""
         self._arrival[robot_id] = received
-        push_converted(self.pipeline, message or convert(robot_id, msg), received)
+        push_converted(self.pipeline, message or convert_raw(robot_id, topic, raw), received)
 
     def _run_command(self, command: str, result: Future) -> None:
         """Run a service's command and start its solve (from scratch for ``estimate_now``);
@@ -751,10 +757,11 @@ def summary(estimate: TeamEstimate) -> str:
 
 
 def main() -> int:
-    # Single-threaded: the worker thread does the heavy work, and rclpy's multi-threaded
-    # executor costs several times the CPU per message (bench/bench_coordinator.py).
+    # One executor thread: the worker thread does the heavy work, and rclpy's multi-threaded
+    # executor costs several times the CPU per message (bench/bench_coordinator.py); the events
+    # executor takes each message without rebuilding a wait set (docs/throughput.md).
     sys.setswitchinterval(SWITCH_INTERVAL)
-    return run_executable("coordinator_node", executor="single")
+    return run_executable("coordinator_node", executor="events")
 
 
 if __name__ == "__main__":

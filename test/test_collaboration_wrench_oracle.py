@@ -521,3 +521,42 @@ def test_the_output_publishes_what_the_oracle_published(seed: int) -> None:
         assert counts == dict(oracle.counts)
         print(rate, counts, lags)
         assert counts["published"] > 10 and len(counts) > 2
+
+
+def test_the_output_keeps_a_bounded_history_over_a_long_stream() -> None:
+    """5 s of two robots at 1 kHz, one sample per message and then ten: the output drops its
+    oldest rows as it goes (at least 256 messages kept per robot) and still publishes what
+    the oracle publishes (10 Hz of wrenches)."""
+    rng = np.random.default_rng(5)
+    ids = ("r1", "r2")
+    model, noise = _model(rng, ids), _noise(rng)
+    published = []
+    params = SimpleNamespace(external_wrench_rate=10.0, external_wrench_max_spread=0.01)
+    node = SimpleNamespace(
+        params=params, create_publisher=lambda *a: SimpleNamespace(publish=published.append)
+    )
+    output = ExternalWrenchOutput(node, lambda r: f"{r}/grasp", ids, "r1")
+    output._inputs = SimpleNamespace(estimate=None, model=model, noise=noise, offsets={})
+    oracle = OracleOutput(ids, "r1", model, noise, {}, 10.0, 0.01)
+    template = {r: _sample(rng, r, 0.0, True) for r in ids}
+    t = np.arange(5000) * 1e-3 + 1.0
+    start, expected = 0, []
+    while start < len(t):
+        size = 1 if start < 1000 else 10
+        for r in ids:
+            part = [
+                dataclasses.replace(template[r], stamp=float(s), V_i=rng.normal(size=6))
+                for s in t[start : start + size]
+            ]
+            output.on_samples(r, GraspBatch.from_samples(part) if size > 1 else part)
+            result = oracle.on_samples(r, part)
+            if result is not None:
+                expected.append(result)
+        start += size
+    assert len(published) == len(expected) == 51  # slots 10 to 60
+    for msg, result in zip(published, expected, strict=True):
+        np.testing.assert_allclose(
+            external_wrench_values(msg)[0], result.wrench, rtol=1e-12, atol=1e-9
+        )
+    history = output._history
+    assert history.rows.shape[1] <= 256 * 10 * 5 // 4 + 10 and min(history.count) >= 256 * 10

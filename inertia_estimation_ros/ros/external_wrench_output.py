@@ -215,8 +215,8 @@ class _History:
     def __init__(self, robot_ids: tuple[str, ...]) -> None:
         self.robot_ids = robot_ids
         self.longest = 1  # samples in the longest message so far
-        self.rows = np.zeros((len(robot_ids), 2 * HISTORY, COLUMNS))
-        self.stamps = np.full((len(robot_ids), 2 * HISTORY), np.inf)  # inf beyond the count
+        self.rows = np.empty((len(robot_ids), 0, COLUMNS))  # grown as messages come
+        self.stamps = np.empty((len(robot_ids), 0))  # inf beyond the count
         self.count = np.zeros(len(robot_ids), dtype=int)
         self.newest = np.full(len(robot_ids), -np.inf)
         self.covariances: np.ndarray | None = None  # (robots, capacity, 2, 6, 6): F, dV
@@ -234,7 +234,7 @@ class _History:
             stamps = samples.stamps - offset
         else:
             stamps = np.fromiter((s.stamp for s in samples), float, len(samples)) - offset
-        if stamps[0] > self.newest[n] and (len(stamps) == 1 or np.all(np.diff(stamps) > 0)):
+        if stamps[0] > self.newest[n] and (len(stamps) == 1 or (stamps[1:] > stamps[:-1]).all()):
             self._append(n, samples, stamps)  # the usual case: a message in time order
             return False
         restarted = False
@@ -272,7 +272,7 @@ class _History:
         row[OWN] = any(c is not None for c in own)
         if row[OWN]:
             if self.covariances is None:
-                self.covariances = np.full(self.rows.shape[:2] + (2, 6, 6), np.nan)
+                self.covariances = np.empty(self.rows.shape[:2] + (2, 6, 6))
             for which, C in enumerate(own):
                 self.covariances[n, j, which] = np.nan if C is None else C
 
@@ -285,6 +285,8 @@ class _History:
             return
         if self.rows.shape[1] < depth + depth // 4 + k:
             self._grow(depth + depth // 4 + k)
+            if self.count[n] + k <= self.rows.shape[1]:
+                return
         keep = min(int(self.count[n]), depth)
         start = self.count[n] - keep
         for array in (self.rows, self.stamps, self.covariances):
@@ -294,13 +296,16 @@ class _History:
         self.count[n] = keep
 
     def _grow(self, capacity: int) -> None:
-        def wider(array: np.ndarray, fill: float) -> np.ndarray:
-            more = np.full((array.shape[0], capacity - array.shape[1]) + array.shape[2:], fill)
+        """Room for ``capacity`` rows per robot (rows beyond a robot's count are never read)."""
+
+        def wider(array: np.ndarray, fill: float | None = None) -> np.ndarray:
+            shape = (array.shape[0], capacity - array.shape[1]) + array.shape[2:]
+            more = np.empty(shape) if fill is None else np.full(shape, fill)
             return np.concatenate([array, more], axis=1)
 
-        self.rows, self.stamps = wider(self.rows, 0.0), wider(self.stamps, np.inf)
+        self.rows, self.stamps = wider(self.rows), wider(self.stamps, np.inf)
         if self.covariances is not None:
-            self.covariances = wider(self.covariances, np.nan)
+            self.covariances = wider(self.covariances)
 
     def at(self, instant: float) -> TeamInstant:
         """Every robot's newest sample at or before ``instant`` (its oldest kept if none)."""
@@ -326,11 +331,13 @@ class _History:
         )
 
     def _at_or_before(self, instant: float) -> np.ndarray:
-        """Per robot, how many of its samples are at or before ``instant``: counted among
-        the newest rows first (where the instant usually is), then among all."""
-        end = int(self.count.max())
-        start = max(int(self.count.min()) - 8 * self.longest, 0)
-        counts = (self.stamps[:, start:end] <= instant).sum(axis=1)
-        if start and not counts.all():
-            return (self.stamps[:, :end] <= instant).sum(axis=1)
-        return start + counts
+        """Per robot, how many of its samples are at or before ``instant``: counted among its
+        newest rows (where the instant usually is), else among all of its rows."""
+        width = min(8 * self.longest, self.stamps.shape[1])
+        start = np.maximum(self.count - width, 0)
+        columns = start[:, None] + np.arange(width)
+        robots = np.arange(len(self.robot_ids))[:, None]
+        below = start + (self.stamps[robots, columns] <= instant).sum(axis=1)
+        for n in np.flatnonzero((below == start) & (start > 0)):  # further back
+            below[n] = np.searchsorted(self.stamps[n, : self.count[n]], instant, side="right")
+        return below

@@ -4,6 +4,8 @@ observability of force-only teams, refusals."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy.stats import chi2
@@ -187,3 +189,37 @@ def test_refusals_name_the_cause() -> None:
         external_wrench({r: s for r, s in sample.items() if r != "robot_3"}, _model(team, payload))
     with pytest.raises(ValueError, match="finite and >= 0"):
         SensorNoise(force=-1.0)
+
+
+def test_the_stated_covariance_of_the_twist_derivative_noise_is_its_spread() -> None:
+    """Noise on the robots' twist derivatives alone (exact model, wrenches and twists): the
+    spread of the wrench over 3000 draws is the stated covariance (whitened, its eigenvalues
+    within sampling error of 1). Before 2026-11-26 the payload motion's consensus in the
+    stated covariance mapped each robot with Ad(T_s_i) instead of Ad(T_i_s)."""
+    rng = np.random.default_rng(9)
+    team, T_s_p = ring_team(3, rng, moment_capable=True)
+    payload = _payload(T_s_p)
+    sim = simulate(team, payload, _motion(rng), np.arange(0, 0.5, 1 / RATE), external=PUSH)
+    exact = synchronized_sets(sim.exact)[30]
+    levels = SensorNoise(angular_acceleration=0.3, linear_acceleration=0.2)
+    std = np.repeat([levels.angular_acceleration, levels.linear_acceleration], 3)
+    model = _model(team, payload)
+    stated = external_wrench(exact, model, levels).covariance
+    wrenches = np.array(
+        [
+            external_wrench(
+                {
+                    r: dataclasses.replace(s, dV_i=s.dV_i + rng.normal(0.0, std))
+                    for r, s in exact.items()
+                },
+                model,
+                levels,
+            ).wrench
+            for _ in range(3000)
+        ]
+    )
+    whitening = np.linalg.inv(np.linalg.cholesky(stated))
+    spread = whitening @ np.cov(wrenches.T) @ whitening.T
+    eigenvalues = np.linalg.eigvalsh(spread)
+    print(f"whitened spread's eigenvalues {eigenvalues.round(3)}")
+    assert 0.85 < eigenvalues.min() and eigenvalues.max() < 1.15

@@ -408,18 +408,20 @@ def _inertia_message(estimate: TeamEstimate) -> Inertia:
 
 
 def to_external_wrench(estimate: ExternalWrenchEstimate, frame_id: str) -> ExternalWrench:
-    """core ExternalWrenchEstimate (angular first, about the CoM) -> msg/ExternalWrench."""
+    """core ExternalWrenchEstimate (angular first, about the CoM) -> msg/ExternalWrench. The
+    values go into the message's own sub-messages (a Wrench given to the constructor is
+    built on top of the default one it makes anyway: half the cost, 100 times a second)."""
     msg = ExternalWrench(
-        center=Point(
-            x=float(estimate.p_s_c[0]), y=float(estimate.p_s_c[1]), z=float(estimate.p_s_c[2])
-        ),
-        wrench=to_wrench(estimate.wrench),
         covariance=to_covariance(estimate.covariance),
         observable=[bool(b) for b in np.asarray(estimate.observable)[_SWAP]],
-        dead_banded=to_wrench(estimate.wrench),  # no dead band: the admittance has its own
         contact=estimate.contact(),
         method="model",
     )
+    msg.center.x, msg.center.y, msg.center.z = (float(x) for x in estimate.p_s_c)
+    m, f = estimate.wrench[:3].tolist(), estimate.wrench[3:].tolist()
+    for wrench in (msg.wrench, msg.dead_banded):  # no dead band: the admittance has its own
+        wrench.torque.x, wrench.torque.y, wrench.torque.z = m
+        wrench.force.x, wrench.force.y, wrench.force.z = f
     msg.header.stamp = to_time(max(estimate.stamp, 0.0))
     msg.header.frame_id = frame_id
     return msg

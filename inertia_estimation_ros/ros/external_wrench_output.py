@@ -6,8 +6,9 @@ with its covariance) as ``msg/ExternalWrench`` on ``external_wrench``, at most o
 ``1 / external_wrench_rate`` of sample time. It runs in the subscription callbacks
 (``on_message``, the executor's thread): the wrench leaves as soon as the last robot's sample
 of an instant arrives, without waiting for the worker thread's cycle or a solve. Each
-message is kept as one block (its stamps as an array; a sample is re-stamped on the reference
-clock only when a wrench uses it), so the callbacks cost little per sample at 1 kHz. The
+message's samples are kept as rows of one array per robot (``_History``: stamps on the
+reference clock, twists, wrenches, gravity), and a wrench takes every robot's row of its
+instant at once (``human_wrench.team_wrench``), so no per-sample object is made. The
 instant is the newest time every robot has reached (stamps on the reference clock with the
 estimated clock offsets); each robot contributes its sample at or just before it, so one
 wrench sums simultaneous samples whatever order they arrive in. The worker hands over the
@@ -20,9 +21,8 @@ net-wrench residual RMS shared among the robots (it holds every noise source at 
 
 from __future__ import annotations
 
-import dataclasses
 import threading
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -32,10 +32,11 @@ from rclpy.node import Node
 from ..core.collaboration.human_wrench import (
     PayloadModel,
     SensorNoise,
+    TeamInstant,
     WrenchUnavailableError,
-    external_wrench,
+    team_wrench,
 )
-from ..core.samples import GraspSample
+from ..core.samples import GraspBatch, GraspSample
 from ..core.team_pipeline import TeamPipeline
 from ..msg import ExternalWrench
 from .conversions import to_external_wrench
@@ -43,8 +44,8 @@ from .ingest import GraspMessage
 from .interface import RELIABLE_QOS, Topic
 from .parameters import Param
 
-# Messages (GraspState or GraspStateArray) kept per robot: the instant of a robot that lags
-# by up to this many of the others' messages can still be computed.
+# Messages (GraspState or GraspStateArray) kept per robot, at least: the instant of a robot
+# that lags by up to this many of the others' messages can still be computed.
 HISTORY = 256
 LAGS = "a robot lags (its newest sample is more than external_wrench_max_spread behind)"
 
@@ -106,7 +107,8 @@ class ExternalWrenchOutput:
         self.publisher = node.create_publisher(ExternalWrench, "external_wrench", RELIABLE_QOS)
         self._counts: Counter = Counter()
         self._lock = threading.Lock()  # the counts: written by on_message, read by the worker
-        self._history = {r: deque(maxlen=HISTORY) for r in robot_ids}
+        self._robots = {r: n for n, r in enumerate(robot_ids)}
+        self._history = _History(tuple(robot_ids))
         self._inputs: _Inputs | None = None
         self._last_slot = -np.inf  # round(instant * rate) of the last instant computed
 
@@ -148,54 +150,38 @@ class ExternalWrenchOutput:
 
     def on_samples(self, robot_id: str, samples: Sequence[GraspSample]) -> ExternalWrench | None:
         """``on_message`` for converted samples of one robot (in time order, as a message
-        carries them). Kept as one block per message: stamps as an array on the reference
-        clock, the samples as they came (a sample is re-stamped only when it is used)."""
+        carries them; a ``GraspBatch`` is read as its arrays)."""
         inputs = self._inputs
         if inputs is None or self.node.params.external_wrench_rate <= 0 or not samples:
             return None
-        stamps = np.fromiter((s.stamp for s in samples), float, len(samples))
-        self._add(robot_id, stamps - inputs.offsets.get(robot_id, 0.0), samples)
+        n = self._robots[robot_id]
+        offset = inputs.offsets.get(robot_id, 0.0)
+        if self._history.add(n, samples, offset, self.clock_jump):
+            self._last_slot = -np.inf  # the clock restarted
         return self._publish_instant(inputs, robot_id)
-
-    def _add(self, robot_id: str, stamps: np.ndarray, samples: Sequence[GraspSample]) -> None:
-        """A robot's block of samples into its history: only samples newer than its newest
-        are kept; a stamp more than ``clock_jump`` before it (a looping bag) restarts."""
-        history = self._history[robot_id]
-        newest = history[-1].stamps[-1] if history else -np.inf
-        if stamps[0] > newest and (len(stamps) == 1 or np.all(np.diff(stamps) > 0)):
-            history.append(_Block(stamps, samples))  # the usual case: a block in time order
-            return
-        for stamp, sample in zip(stamps, samples, strict=True):  # one by one
-            if history and stamp < history[-1].stamps[-1] - self.clock_jump:
-                self._restart()
-            if not history or stamp > history[-1].stamps[-1]:
-                history.append(_Block(np.array([stamp]), [sample]))
-
-    def _restart(self) -> None:
-        for history in self._history.values():
-            history.clear()
-        self._last_slot = -np.inf
 
     def _publish_instant(self, inputs: _Inputs, robot_id: str) -> ExternalWrench | None:
         """The wrench at the newest instant every robot has reached, if not done yet."""
         params = self.node.params
-        if not all(self._history.values()):
+        newest = self._history.newest
+        instant = newest.min()
+        if instant == -np.inf:  # a robot without samples
             return None
-        newest = [h[-1].stamps[-1] for h in self._history.values()]
-        instant = min(newest)
         if (
             robot_id == self.reference_id
-            and max(newest) - instant > params.external_wrench_max_spread
+            and newest.max() - instant > params.external_wrench_max_spread
         ):
             self._count(LAGS)
         slot = round(instant * params.external_wrench_rate)
         if slot <= self._last_slot:
             return None
         self._last_slot = slot
-        samples = {r: _at(h, instant) for r, h in self._history.items()}
         try:
-            result = external_wrench(
-                samples, inputs.model, inputs.noise, params.external_wrench_max_spread
+            result = team_wrench(
+                self._history.at(instant),
+                inputs.model,
+                inputs.noise,
+                params.external_wrench_max_spread,
             )
         except WrenchUnavailableError as error:
             self._count(str(error).split(":")[0])
@@ -214,20 +200,144 @@ class ExternalWrenchOutput:
         )
 
 
-class _Block(NamedTuple):
-    """Samples of one message, in time order, and their stamps on the reference clock."""
+# The columns of a sample's row in ``_History``.
+STAMP, HAS_G, HAS_TORQUE, OWN = 0, 1, 2, 3
+V, DV, F, G = slice(4, 10), slice(10, 16), slice(16, 22), slice(22, 25)
+COLUMNS = 25
 
-    stamps: np.ndarray
-    samples: Sequence[GraspSample]
 
+class _History:
+    """Every robot's newest samples as rows (``COLUMNS``: stamp on the reference clock,
+    has_g, has_torque, whether it carries covariances, V, dV, F, g) of one array, robot by
+    robot in time order; the covariances of the samples that carry them in a second one,
+    made when the first comes. At least ``HISTORY`` messages are kept per robot."""
 
-def _at(history: deque, instant: float) -> GraspSample:
-    """The newest sample at or before ``instant`` (the oldest kept if none), stamped on the
-    reference clock."""
-    for block in reversed(history):
-        if block.stamps[0] <= instant:
-            k = int(np.searchsorted(block.stamps, instant, side="right")) - 1
-            break
-    else:
-        block, k = history[0], 0
-    return dataclasses.replace(block.samples[k], stamp=float(block.stamps[k]))
+    def __init__(self, robot_ids: tuple[str, ...]) -> None:
+        self.robot_ids = robot_ids
+        self.longest = 1  # samples in the longest message so far
+        self.rows = np.empty((len(robot_ids), 0, COLUMNS))  # grown as messages come
+        self.stamps = np.empty((len(robot_ids), 0))  # inf beyond the count
+        self.count = np.zeros(len(robot_ids), dtype=int)
+        self.newest = np.full(len(robot_ids), -np.inf)
+        self.covariances: np.ndarray | None = None  # (robots, capacity, 2, 6, 6): F, dV
+
+    def clear(self) -> None:
+        self.count[:] = 0
+        self.stamps[:] = np.inf
+        self.newest[:] = -np.inf
+
+    def add(self, n: int, samples: Sequence[GraspSample], offset: float, clock_jump: float) -> bool:
+        """Robot n's samples (its stamps minus ``offset``: the reference clock) after its
+        newest; a stamp more than ``clock_jump`` before it (a looping bag) clears every
+        robot's samples first. Returns whether that happened."""
+        if isinstance(samples, GraspBatch):
+            stamps = samples.stamps - offset
+        else:
+            stamps = np.fromiter((s.stamp for s in samples), float, len(samples)) - offset
+        if stamps[0] > self.newest[n] and (len(stamps) == 1 or (stamps[1:] > stamps[:-1]).all()):
+            self._append(n, samples, stamps)  # the usual case: a message in time order
+            return False
+        restarted = False
+        for k, stamp in enumerate(stamps):  # one by one
+            if self.count[n] and stamp < self.newest[n] - clock_jump:
+                self.clear()
+                restarted = True
+            if stamp > self.newest[n]:
+                self._append(n, [samples[k]], stamps[k : k + 1])
+        return restarted
+
+    def _append(self, n: int, samples: Sequence[GraspSample], stamps: np.ndarray) -> None:
+        k = len(stamps)
+        self._make_room(n, k)
+        c = self.count[n]
+        rows = self.rows[n, c : c + k]
+        rows[:, STAMP] = stamps
+        if isinstance(samples, GraspBatch):
+            rows[:, HAS_G], rows[:, HAS_TORQUE], rows[:, OWN] = samples.has_g, samples.has_torque, 0
+            rows[:, V], rows[:, DV], rows[:, F] = samples.V_i, samples.dV_i, samples.F_i
+            rows[:, G] = samples.g_i
+        else:
+            for j, sample in enumerate(samples):
+                self._set_row(n, c + j, sample)
+        self.stamps[n, c : c + k] = stamps
+        self.count[n] = c + k
+        self.newest[n] = stamps[-1]
+
+    def _set_row(self, n: int, j: int, sample: GraspSample) -> None:
+        row = self.rows[n, j]
+        row[HAS_G], row[HAS_TORQUE] = sample.g_i is not None, sample.has_torque
+        row[V], row[DV], row[F] = sample.V_i, sample.dV_i, sample.F_i
+        row[G] = np.nan if sample.g_i is None else sample.g_i
+        own = (sample.F_cov, sample.dV_cov)
+        row[OWN] = any(c is not None for c in own)
+        if row[OWN]:
+            if self.covariances is None:
+                self.covariances = np.empty(self.rows.shape[:2] + (2, 6, 6))
+            for which, C in enumerate(own):
+                self.covariances[n, j, which] = np.nan if C is None else C
+
+    def _make_room(self, n: int, k: int) -> None:
+        """Room for k more rows of robot n: its oldest rows beyond ``HISTORY`` messages
+        dropped, and a larger array if that is not enough."""
+        self.longest = max(self.longest, k)
+        depth = HISTORY * self.longest
+        if self.count[n] + k <= self.rows.shape[1]:
+            return
+        if self.rows.shape[1] < depth + depth // 4 + k:
+            self._grow(depth + depth // 4 + k)
+            if self.count[n] + k <= self.rows.shape[1]:
+                return
+        keep = min(int(self.count[n]), depth)
+        start = self.count[n] - keep
+        for array in (self.rows, self.stamps, self.covariances):
+            if array is not None:
+                array[n, :keep] = array[n, start : start + keep]
+        self.stamps[n, keep:] = np.inf
+        self.count[n] = keep
+
+    def _grow(self, capacity: int) -> None:
+        """Room for ``capacity`` rows per robot (rows beyond a robot's count are never read)."""
+
+        def wider(array: np.ndarray, fill: float | None = None) -> np.ndarray:
+            shape = (array.shape[0], capacity - array.shape[1]) + array.shape[2:]
+            more = np.empty(shape) if fill is None else np.full(shape, fill)
+            return np.concatenate([array, more], axis=1)
+
+        self.rows, self.stamps = wider(self.rows), wider(self.stamps, np.inf)
+        if self.covariances is not None:
+            self.covariances = wider(self.covariances)
+
+    def at(self, instant: float) -> TeamInstant:
+        """Every robot's newest sample at or before ``instant`` (its oldest kept if none)."""
+        robots = np.arange(len(self.robot_ids))
+        index = np.maximum(self._at_or_before(instant) - 1, 0)
+        rows = self.rows[robots, index]
+        F_cov = dV_cov = None
+        if rows[:, OWN].any():
+            own = self.covariances[robots, index]
+            own[rows[:, OWN] == 0] = np.nan
+            F_cov, dV_cov = (None if np.isnan(C).all() else C for C in (own[:, 0], own[:, 1]))
+        return TeamInstant(
+            self.robot_ids,
+            rows[:, STAMP],
+            rows[:, V],
+            rows[:, DV],
+            rows[:, F],
+            rows[:, G],
+            rows[:, HAS_G] > 0,
+            rows[:, HAS_TORQUE] > 0,
+            F_cov,
+            dV_cov,
+        )
+
+    def _at_or_before(self, instant: float) -> np.ndarray:
+        """Per robot, how many of its samples are at or before ``instant``: counted among its
+        newest rows (where the instant usually is), else among all of its rows."""
+        width = min(8 * self.longest, self.stamps.shape[1])
+        start = np.maximum(self.count - width, 0)
+        columns = start[:, None] + np.arange(width)
+        robots = np.arange(len(self.robot_ids))[:, None]
+        below = start + (self.stamps[robots, columns] <= instant).sum(axis=1)
+        for n in np.flatnonzero((below == start) & (start > 0)):  # further back
+            below[n] = np.searchsorted(self.stamps[n, : self.count[n]], instant, side="right")
+        return below

@@ -25,6 +25,12 @@ range, so the robots read nothing of a human moment about that line; it shows on
 the payload's rotational acceleration, i.e. through the estimated inertia. Such directions
 are ``observable`` only when the inertia is valid. With three or more non-collinear
 gimbals, or one robot that measures moments, every component is measured.
+
+Cost: ``team_wrench`` takes the robots' samples of an instant as arrays (``TeamInstant``, as
+the coordinator's output keeps them) and stacks the robots in a few matrix products; what
+depends on the model alone (the maps, the consensus, the grasp and sensor covariance maps,
+the missing directions) is computed once per model (``_Terms``). ``external_wrench`` is the
+same for a dict of GraspSamples.
 """
 
 from __future__ import annotations
@@ -32,14 +38,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
+from scipy.linalg.lapack import dpotrf, dpotrs
 from scipy.stats import chi2 as chi_square
 
 from .. import spatial as sp
-from ..cooperative.dynamics import payload_gravity, payload_motion, regressor_noise_covariance
+from ..cooperative.dynamics import regressor_noise_covariance
 from ..cooperative.estimate import TeamEstimate
-from ..cooperative.grasp_kinematics import consensus_map, noise_precision
+from ..cooperative.grasp_kinematics import consensus_map, noise_precision, stacked_adjoint
 from ..regressor import body_regressor
 from ..samples import GraspSample
 
@@ -130,9 +138,25 @@ class ExternalWrenchEstimate:
         keep = self.observable
         if not keep.any():
             return False
-        r = self.wrench[keep]
-        distance = float(r @ np.linalg.pinv(self.covariance[np.ix_(keep, keep)]) @ r)
-        return bool(distance > _chi_square_bound(false_alarm, int(keep.sum())))
+        r, C = self.wrench, self.covariance
+        if not keep.all():
+            r, C = r[keep], C[np.ix_(keep, keep)]
+        return bool(_pinv_distance(C, r) > _chi_square_bound(false_alarm, len(r)))
+
+
+def _pinv_distance(C: np.ndarray, r: np.ndarray) -> float:
+    """r^T C^+ r for a symmetric positive semi-definite C, C^+ its pseudo-inverse as
+    ``np.linalg.pinv`` cuts it (eigenvalues below 1e-15 of the largest count as zero): by
+    Cholesky (LAPACK potrf / potrs, ~10x cheaper than an SVD here) when C is safely
+    definite (det > 1e-12 trace^n, so that no eigenvalue is below 1e-12 of the largest),
+    else by ``eigh``."""
+    factor, info = dpotrf(C, lower=1, clean=0)
+    if info == 0 and np.prod(np.diag(factor) ** 2) > 1e-12 * np.trace(C) ** len(r):
+        return float(r @ dpotrs(factor, r, lower=1)[0])
+    w, U = np.linalg.eigh(C)
+    large = np.abs(w) > 1e-15 * np.abs(w).max()
+    projected = (U.T @ r)[large]
+    return float(projected @ (projected / w[large]))
 
 
 @lru_cache(maxsize=64)
@@ -150,59 +174,191 @@ def external_wrench(
     """The external wrench on the payload from one simultaneous sample per robot (module
     docstring). ``max_spread``: largest stamp difference [s] among the samples (stamps on
     the reference clock). Raises ``WrenchUnavailableError`` with the cause."""
-    _check(samples, model, max_spread)
-    maps, Ad_c, sensors, missing = _model_terms(samples, model, noise or SensorNoise())
-    applied = {r: maps[r] @ _robot_wrench(samples[r]) for r in model.T_s_i}  # about {s}
-    Y = body_regressor(*_motion(samples, model.T_s_i))
-    F_s_ext = Y @ model.theta - sum(applied.values())
-    J_theta = Ad_c @ Y
-    J_theta[:3] += sp.skew(F_s_ext[3:]) @ _com_jacobian(model.theta)
+    _check_model(model)
+    absent = sorted(set(model.T_s_i) - set(samples))
+    if absent:
+        raise WrenchUnavailableError(f"no sample from {', '.join(absent)}")
+    instant = TeamInstant.from_samples([samples[r] for r in model.T_s_i])
+    return team_wrench(instant, model, noise, max_spread)
+
+
+class TeamInstant(NamedTuple):
+    """One sample per robot of an instant as arrays, a row per robot in ``robot_ids``' order:
+    stamps (reference clock), V, dV, F (N, 6), g (N, 3; read where ``has_g``), the
+    ``has_torque`` flags, and the samples' own covariances F_cov, dV_cov (N, 6, 6), NaN for a
+    sample without one, None when no sample carries one."""
+
+    robot_ids: tuple[str, ...]
+    stamps: np.ndarray
+    V: np.ndarray
+    dV: np.ndarray
+    F: np.ndarray
+    g: np.ndarray
+    has_g: np.ndarray
+    has_torque: np.ndarray
+    F_cov: np.ndarray | None = None
+    dV_cov: np.ndarray | None = None
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[GraspSample]) -> TeamInstant:
+        def covariances(name: str) -> np.ndarray | None:
+            values = [getattr(s, name) for s in samples]
+            if all(c is None for c in values):
+                return None
+            return np.array([np.full((6, 6), np.nan) if c is None else c for c in values], float)
+
+        return cls(
+            tuple(s.robot_id for s in samples),
+            np.array([s.stamp for s in samples], dtype=float),
+            np.array([s.V_i for s in samples], dtype=float),
+            np.array([s.dV_i for s in samples], dtype=float),
+            np.array([s.F_i for s in samples], dtype=float),
+            np.array([np.full(3, np.nan) if s.g_i is None else s.g_i for s in samples], float),
+            np.array([s.g_i is not None for s in samples]),
+            np.array([s.has_torque for s in samples]),
+            covariances("F_cov"),
+            covariances("dV_cov"),
+        )
+
+
+def team_wrench(
+    instant: TeamInstant,
+    model: PayloadModel,
+    noise: SensorNoise | None = None,
+    max_spread: float = 0.05,
+) -> ExternalWrenchEstimate:
+    """``external_wrench`` of an instant's arrays (robots beyond the model's are ignored)."""
+    _check_model(model)
+    terms = _model_terms(model, noise or SensorNoise(), instant)
+    if terms.order is not None:
+        instant = _rows(instant, terms.order)
+    _check_instant(instant, max_spread)
+    F_s_ext, Y, applied = _net_wrench(instant, model, terms)
+    J_theta = terms.Ad_c @ Y
+    J_theta[:3] += sp.skew(F_s_ext[3:]) @ terms.com_jacobian
     covariance = J_theta @ model.theta_covariance @ J_theta.T
-    sensors = sensors + _grasp_covariance(model, applied)
-    covariance += Ad_c @ sensors @ Ad_c.T
-    observable = np.ones(6, dtype=bool)
-    if not model.inertia_valid and len(missing):
-        observable = np.linalg.norm(missing, axis=0) < 1e-6
+    covariance += _grasp_covariance(applied, terms) + _sensor_covariance(instant, model, terms)
     return ExternalWrenchEstimate(
-        float(samples[model.reference_id].stamp),
-        Ad_c @ F_s_ext,
+        float(instant.stamps[terms.reference]),
+        terms.Ad_c @ F_s_ext,
         0.5 * (covariance + covariance.T),
-        model.p_s_c.copy(),
-        observable,
-        missing,
+        terms.p_s_c,
+        terms.observable,
+        terms.missing,
     )
 
 
-# The terms of the last models (id(model), noise, which robots transmit moments) -> (model,
-# terms): computed once per model, not per wrench (a live output calls ~100 times a second).
-_TERMS: dict[tuple, tuple[PayloadModel, tuple]] = {}
+@dataclass(frozen=True)
+class _Terms:
+    """What the wrench needs of the model alone (module docstring), robots in the model's
+    order: the maps Ad(T_i_s)^T stacked (N, 6, 6) and side by side (6, 6N), R_s_i, the
+    equal-weight consensus of the payload motion, Ad_c (a wrench about {s} -> about the CoM,
+    axes of {s}), d p_s_c / d theta, the grasp-covariance map (``_grasp_terms``), the sensor
+    covariance about the CoM for samples without their own, the missing directions."""
+
+    ids: tuple[str, ...]
+    reference: int
+    order: np.ndarray | None  # rows of the instant's robots in the model's order (None: same)
+    maps: np.ndarray
+    maps_side: np.ndarray
+    R_s_i: np.ndarray
+    adjoints: np.ndarray  # (6N, 6) Ad(T_i_s) stacked
+    consensus: np.ndarray
+    Ad_c: np.ndarray
+    com_jacobian: np.ndarray
+    grasp_map: np.ndarray
+    noise_F: np.ndarray  # (6, 6) a robot's wrench noise for samples without their own
+    noise_dV: np.ndarray  # (6, 6) its twist-derivative noise, likewise
+    sensors: np.ndarray
+    p_s_c: np.ndarray
+    observable: np.ndarray
+    missing: np.ndarray
+
+
+# The terms of the last models (id(model), noise, the instant's robots and which transmit
+# moments) -> (model, terms): computed once per model, not per wrench (a live output calls
+# ~100 times a second).
+_TERMS: dict[tuple, tuple[PayloadModel, _Terms]] = {}
 _TERMS_KEPT = 8
 
 
-def _model_terms(
-    samples: Mapping[str, GraspSample], model: PayloadModel, noise: SensorNoise
-) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
-    """What depends on the model, not on the samples' values: the maps Ad(T_i_s)^T, Ad_c (a
-    wrench about {s} -> about the CoM, axes of {s}), the sensor covariance (about {s}) and
-    the missing directions; kept per model unless the samples carry their own covariances."""
-    ids = list(model.T_s_i)
-    key = (id(model), noise, tuple(bool(samples[r].has_torque) for r in ids))
-    own = any(samples[r].F_cov is not None or samples[r].dV_cov is not None for r in ids)
+def _model_terms(model: PayloadModel, noise: SensorNoise, instant: TeamInstant) -> _Terms:
+    key = (id(model), noise, instant.robot_ids, instant.has_torque.tobytes())
     kept = _TERMS.get(key)
-    if kept is not None and kept[0] is model and not own:
+    if kept is not None and kept[0] is model:
         return kept[1]
-    maps = {r: sp.adjoint(sp.inverse(model.T_s_i[r])).T for r in ids}  # Ad(T_i_s)^T
-    Ad_c = sp.adjoint(sp.transform(np.eye(3), model.p_s_c)).T
-    sensors = _sensor_covariance(samples, model, maps, noise)
-    terms = (maps, Ad_c, sensors, _missing_directions(samples, ids, maps, Ad_c))
-    if not own:
-        if len(_TERMS) >= _TERMS_KEPT:
-            _TERMS.clear()
-        _TERMS[key] = (model, terms)
+    terms = _compute_terms(model, noise, instant)
+    if len(_TERMS) >= _TERMS_KEPT:
+        _TERMS.clear()
+    _TERMS[key] = (model, terms)
     return terms
 
 
-def _check(samples: Mapping[str, GraspSample], model: PayloadModel, max_spread: float) -> None:
+def _compute_terms(model: PayloadModel, noise: SensorNoise, instant: TeamInstant) -> _Terms:
+    ids = tuple(model.T_s_i)
+    absent = sorted(set(ids) - set(instant.robot_ids))
+    if absent:
+        raise WrenchUnavailableError(f"no sample from {', '.join(absent)}")
+    order = None
+    if instant.robot_ids != ids:
+        order = np.array([instant.robot_ids.index(r) for r in ids])
+    has_torque = instant.has_torque if order is None else instant.has_torque[order]
+    T_s_i = np.array([model.T_s_i[r] for r in ids], dtype=float)
+    maps = np.array([sp.adjoint(sp.inverse(T)).T for T in T_s_i])  # Ad(T_i_s)^T
+    adjoints = stacked_adjoint(model.T_s_i, ids)
+    Ad_c = sp.adjoint(sp.transform(np.eye(3), model.p_s_c)).T
+    noise_F = np.diag(np.repeat([noise.moment, noise.force], 3) ** 2)
+    levels = (noise.angular_acceleration, noise.linear_acceleration)
+    noise_dV = np.diag(np.repeat(levels, 3) ** 2)
+    n = len(ids)
+    sensors = _wrench_noise(
+        maps,
+        consensus_map(adjoints, np.ones(6 * n)),
+        has_torque,
+        np.broadcast_to(noise_F, (n, 6, 6)),
+        np.broadcast_to(noise_dV, (n, 6, 6)),
+        model.theta,
+    )
+    missing = _missing_directions(maps, has_torque, Ad_c)
+    observable = np.ones(6, dtype=bool)
+    if not model.inertia_valid and len(missing):
+        observable = np.linalg.norm(missing, axis=0) < 1e-6
+    return _Terms(
+        ids,
+        ids.index(model.reference_id),
+        order,
+        maps,
+        maps.transpose(1, 0, 2).reshape(6, -1),
+        T_s_i[:, :3, :3],
+        adjoints,
+        consensus_map(adjoints, np.ones(6 * len(ids))),
+        Ad_c,
+        _com_jacobian(model.theta),
+        _grasp_terms(model, ids, Ad_c),
+        noise_F,
+        noise_dV,
+        Ad_c @ sensors @ Ad_c.T,
+        _frozen(model.p_s_c.copy()),
+        _frozen(observable),
+        _frozen(missing),
+    )
+
+
+def _frozen(x: np.ndarray) -> np.ndarray:
+    """x, read-only (shared by every estimate of a model)."""
+    x.flags.writeable = False
+    return x
+
+
+def _rows(instant: TeamInstant, order: np.ndarray) -> TeamInstant:
+    """The instant's rows ``order`` (the model's robots, in its order)."""
+    return TeamInstant(
+        tuple(instant.robot_ids[k] for k in order),
+        *(None if x is None else x[order] for x in instant[1:]),
+    )
+
+
+def _check_model(model: PayloadModel) -> None:
     if not (model.mass_valid and model.com_valid):
         raise WrenchUnavailableError(
             "the estimate has no valid mass and CoM yet: hold the payload still in a few "
@@ -210,57 +366,90 @@ def _check(samples: Mapping[str, GraspSample], model: PayloadModel, max_spread: 
         )
     if model.theta[0] <= 0:
         raise WrenchUnavailableError(f"the estimated mass {model.theta[0]:.3g} kg is not positive")
-    absent = sorted(set(model.T_s_i) - set(samples))
-    if absent:
-        raise WrenchUnavailableError(f"no sample from {', '.join(absent)}")
-    stamps = [samples[r].stamp for r in model.T_s_i]
-    if max(stamps) - min(stamps) > max_spread:
+
+
+def _check_instant(instant: TeamInstant, max_spread: float) -> None:
+    spread = instant.stamps.max() - instant.stamps.min()
+    if spread > max_spread:
         raise WrenchUnavailableError(
-            f"the robots' newest samples are {max(stamps) - min(stamps):.3f} s apart (more than "
+            f"the robots' newest samples are {spread:.3f} s apart (more than "
             f"{max_spread:g} s): a robot lags or its clock is off"
         )
-    if not any(samples[r].g_i is not None for r in model.T_s_i):
+    if not instant.has_g.any():
         raise WrenchUnavailableError("no robot reports gravity: the model's weight is unknown")
-    for rid in model.T_s_i:
-        s = samples[rid]
-        if not all(np.all(np.isfinite(x)) for x in (s.V_i, s.dV_i, s.F_i[3:])):
-            raise WrenchUnavailableError(f"{rid}'s twist, twist derivative or force is not finite")
+    finite = np.isfinite(np.hstack([instant.V, instant.dV, instant.F[:, 3:]])).all(axis=1)
+    if not finite.all():
+        rid = instant.robot_ids[int(np.argmin(finite))]
+        raise WrenchUnavailableError(f"{rid}'s twist, twist derivative or force is not finite")
+    gravity = np.isfinite(instant.g).all(axis=1) | ~instant.has_g
+    if not gravity.all():
+        rid = instant.robot_ids[int(np.argmin(gravity))]
+        raise WrenchUnavailableError(f"{rid}'s gravity is not finite")
 
 
-def _twist_weights(samples: Mapping[str, GraspSample], ids: Sequence[str]) -> dict:
-    """(angular, linear) std per robot for the consensus of the payload motion: from the
-    samples' dV covariances if all have one, else equal."""
-    if all(samples[r].dV_cov is not None for r in ids):
-        return {r: _levels(samples[r].dV_cov) for r in ids}
-    return {r: (1.0, 1.0) for r in ids}
+def _net_wrench(
+    instant: TeamInstant, model: PayloadModel, terms: _Terms
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(F_ext about {s}, Y, each robot's wrench about {s} (N, 6)): F_ext = Y theta - sum_i
+    Ad(T_i_s)^T F_i, a robot's moment zero where it transmits none (as the estimator reads
+    it), the payload motion the consensus of every robot's (``dynamics.payload_motion``),
+    g_s the mean of R_s_i g_i over the robots that report it (``payload_gravity``)."""
+    F = instant.F.copy()
+    F[~(instant.has_torque & np.isfinite(F[:, :3]).all(axis=1)), :3] = 0.0
+    applied = np.einsum("nij,nj->ni", terms.maps, F)
+    C = terms.consensus if instant.dV_cov is None else _consensus(instant, terms)
+    V_s, dV_s = C @ instant.V.ravel(), C @ instant.dV.ravel()
+    has_g = instant.has_g
+    R, g = (terms.R_s_i, instant.g) if has_g.all() else (terms.R_s_i[has_g], instant.g[has_g])
+    g_s = np.einsum("nij,nj->i", R, g) / len(g)
+    Y = _regressor(V_s, dV_s, g_s)
+    return Y @ model.theta - terms.maps_side @ F.ravel(), Y, applied
+
+
+@lru_cache(maxsize=1)
+def _regressor_maps() -> tuple[np.ndarray, np.ndarray]:
+    """(L (60, 9), Q (60, 36)) with vec(Y) = L (dV, g) + Q vec(V V^T) for Y =
+    ``body_regressor(V, dV, g)`` (linear in dV and g, quadratic in V), read off
+    ``body_regressor`` at basis vectors."""
+    zero, e = np.zeros(6), np.eye(6)
+    L = np.stack([body_regressor(zero, x[:6], x[6:]).ravel() for x in np.eye(9)], axis=1)
+    single = [body_regressor(e[i], zero).ravel() for i in range(6)]
+    Q = np.zeros((60, 6, 6))
+    for i in range(6):
+        Q[:, i, i] = single[i]
+        for j in range(i + 1, 6):
+            cross = body_regressor(e[i] + e[j], zero).ravel() - single[i] - single[j]
+            Q[:, i, j] = Q[:, j, i] = 0.5 * cross
+    return L, Q.reshape(60, 36)
+
+
+def _regressor(V: np.ndarray, dV: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """``body_regressor(V, dV, g)`` of one sample (6x10) as two matrix products."""
+    L, Q = _regressor_maps()
+    return (L @ np.concatenate([dV, g]) + Q @ np.outer(V, V).ravel()).reshape(6, 10)
+
+
+def _consensus(instant: TeamInstant, terms: _Terms) -> np.ndarray:
+    """The payload motion's consensus weighted by the samples' dV covariances if every
+    sample has one, else with equal weights."""
+    levels = _twist_levels(instant.dV_cov)
+    if levels is None:
+        return terms.consensus
+    return consensus_map(
+        terms.adjoints, noise_precision(dict(zip(terms.ids, levels, strict=True)), terms.ids)
+    )
+
+
+def _twist_levels(dV_cov: np.ndarray | None) -> list[tuple[float, float]] | None:
+    """(angular, linear) std per robot from the samples' dV covariances, if all have one."""
+    if dV_cov is None or np.isnan(dV_cov).all(axis=(1, 2)).any():
+        return None
+    return [_levels(C) for C in dV_cov]
 
 
 def _levels(C: np.ndarray) -> tuple[float, float]:
     d = np.diag(np.asarray(C, dtype=float))
     return float(np.sqrt(max(d[:3].mean(), 1e-30))), float(np.sqrt(max(d[3:].mean(), 1e-30)))
-
-
-def _robot_wrench(sample: GraspSample) -> np.ndarray:
-    """F_i with the moment zero for a robot that transmits none (as the estimator reads it)."""
-    F = np.array(sample.F_i, dtype=float)
-    if not sample.has_torque or not np.all(np.isfinite(F[:3])):
-        F[:3] = 0.0
-    return F
-
-
-def _motion(
-    samples: Mapping[str, GraspSample], T_s_i: Mapping[str, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(V_s, dV_s, g_s) of the payload from every robot (``dynamics.payload_motion``)."""
-    ids = list(T_s_i)
-    V, dV = payload_motion(
-        {r: samples[r].V_i[None] for r in ids},
-        {r: samples[r].dV_i[None] for r in ids},
-        T_s_i,
-        _twist_weights(samples, ids),
-    )
-    gravity = {r: samples[r].g_i[None] for r in ids if samples[r].g_i is not None}
-    return V[0], dV[0], payload_gravity(gravity, {r: T_s_i[r] for r in gravity})[0]
 
 
 def _com_jacobian(theta: np.ndarray) -> np.ndarray:
@@ -272,59 +461,83 @@ def _com_jacobian(theta: np.ndarray) -> np.ndarray:
     return J
 
 
-def _grasp_covariance(model: PayloadModel, applied: Mapping[str, np.ndarray]) -> np.ndarray:
-    """Covariance (about {s}) of the robots' wrenches mapped with uncertain grasps: for the
-    left perturbation (dphi, dp) of T_s_i, the mapped wrench (m, f) changes by
-    (dphi x m + dp x f, dphi x f), m about {s}. The payload motion's (smaller) dependence
-    on the grasps is neglected."""
-    total = np.zeros((6, 6))
-    for rid, F in applied.items():
-        if rid == model.reference_id:
-            continue
-        m, f = F[:3], F[3:]
-        J = np.zeros((6, 6))
-        J[:3, :3], J[:3, 3:], J[3:, :3] = -sp.skew(m), -sp.skew(f), -sp.skew(f)
-        total += J @ model.grasp_covariance[rid] @ J.T
-    return total
+def _grasp_jacobian(F: np.ndarray) -> np.ndarray:
+    """d F / d (dphi, dp) of a wrench F = (m, f) about {s} mapped through a grasp T_s_i under
+    the left perturbation (dphi, dp): (dphi x m + dp x f, dphi x f)."""
+    J = np.zeros((6, 6))
+    J[:3, :3], J[:3, 3:], J[3:, :3] = -sp.skew(F[:3]), -sp.skew(F[3:]), -sp.skew(F[3:])
+    return J
 
 
-def _sensor_covariance(
-    samples: Mapping[str, GraspSample],
-    model: PayloadModel,
-    maps: Mapping[str, np.ndarray],
-    noise: SensorNoise,
+def _grasp_terms(model: PayloadModel, ids: Sequence[str], Ad_c: np.ndarray) -> np.ndarray:
+    """P (36 N, 36) with sum_i Ad_c J_i Cov(T_s_i) J_i^T Ad_c^T = vec(sum_i P_i^T
+    vec(F_i F_i^T)): ``_grasp_jacobian`` is linear in F_i, J_i = sum_k F_ik E_k, so each
+    robot's term is sum_kl F_ik F_il Ad_c E_k Cov_i E_l^T Ad_c^T (zero for the reference,
+    whose grasp is the definition of {s})."""
+    E = np.array([Ad_c @ _grasp_jacobian(e) for e in np.eye(6)])
+    blocks = [
+        np.zeros((36, 36))
+        if r == model.reference_id
+        else np.einsum("kab,bc,ldc->klad", E, model.grasp_covariance[r], E).reshape(36, 36)
+        for r in ids
+    ]
+    return np.vstack(blocks)
+
+
+def _grasp_covariance(applied: np.ndarray, terms: _Terms) -> np.ndarray:
+    """Covariance (about the CoM) of the robots' wrenches mapped with uncertain grasps
+    (``_grasp_terms``). The payload motion's (smaller) dependence on the grasps is
+    neglected."""
+    outer = (applied[:, :, None] * applied[:, None, :]).ravel()
+    return (outer @ terms.grasp_map).reshape(6, 6)
+
+
+def _sensor_covariance(instant: TeamInstant, model: PayloadModel, terms: _Terms) -> np.ndarray:
+    """Covariance (about the CoM) of the robots' wrench noise and of the dV_s noise through
+    Y: the model's (``_Terms.sensors``) unless a sample carries its own covariances."""
+    if instant.F_cov is None and instant.dV_cov is None:
+        return terms.sensors
+    F_cov = _own_or_default(instant.F_cov, terms.noise_F, len(terms.ids))
+    dV_cov = _own_or_default(instant.dV_cov, terms.noise_dV, len(terms.ids))
+    C = _consensus(instant, terms)
+    sensors = _wrench_noise(terms.maps, C, instant.has_torque, F_cov, dV_cov, model.theta)
+    return terms.Ad_c @ sensors @ terms.Ad_c.T
+
+
+def _own_or_default(own: np.ndarray | None, default: np.ndarray, n: int) -> np.ndarray:
+    """(n, 6, 6): the samples' own covariances (NaN where a sample has none) or ``default``."""
+    if own is None:
+        return np.broadcast_to(default, (n, 6, 6))
+    return np.where(np.isnan(own).all(axis=(1, 2))[:, None, None], default, own)
+
+
+def _wrench_noise(
+    maps: np.ndarray,
+    C: np.ndarray,
+    has_torque: np.ndarray,
+    F_cov: np.ndarray,
+    dV_cov: np.ndarray,
+    theta: np.ndarray,
 ) -> np.ndarray:
-    """Covariance (about {s}) of the robots' wrench noise and of the dV_s noise through Y."""
-    ids = list(model.T_s_i)
-    default_F = np.diag(np.repeat([noise.moment, noise.force], 3) ** 2)
-    total = np.zeros((6, 6))
-    for rid in ids:
-        s = samples[rid]
-        C = np.array(s.F_cov, dtype=float) if s.F_cov is not None else default_F.copy()
-        if not s.has_torque:
-            C[:3, :] = C[:, :3] = 0.0
-        total += maps[rid] @ C @ maps[rid].T
-    levels = (noise.angular_acceleration, noise.linear_acceleration)
-    C_map = consensus_map(
-        np.vstack([np.linalg.inv(maps[r].T) for r in ids]),  # Ad(T_i_s)
-        noise_precision(_twist_weights(samples, ids), ids),
-    )
-    dV_noise = np.zeros((6 * len(ids), 6 * len(ids)))
-    for k, rid in enumerate(ids):
-        cov = samples[rid].dV_cov
-        block = np.diag(np.repeat(levels, 3) ** 2) if cov is None else np.asarray(cov)
-        dV_noise[6 * k : 6 * k + 6, 6 * k : 6 * k + 6] = block
-    return total + regressor_noise_covariance(C_map @ dV_noise @ C_map.T, model.theta)
+    """Covariance (about {s}) of the robots' wrench noise F_cov (N, 6, 6; the moments of a
+    robot that transmits none left out) mapped by Ad(T_i_s)^T, and of the twist-derivative
+    noise dV_cov (N, 6, 6) through the consensus C (6, 6N) and Y
+    (``dynamics.regressor_noise_covariance``)."""
+    F_cov = np.array(F_cov, dtype=float)
+    F_cov[~has_torque, :3, :] = 0.0
+    F_cov[~has_torque, :, :3] = 0.0
+    wrench = np.einsum("nij,njk,nlk->il", maps, F_cov, maps)
+    blocks = C.reshape(6, len(maps), 6).transpose(1, 0, 2)  # C's (6, 6) block per robot
+    motion = np.einsum("nij,njk,nlk->il", blocks, dV_cov, blocks)
+    return wrench + regressor_noise_covariance(motion, theta)
 
 
-def _missing_directions(
-    samples: Mapping[str, GraspSample],
-    ids: Sequence[str],
-    maps: Mapping[str, np.ndarray],
-    Ad_c: np.ndarray,
-) -> np.ndarray:
+def _missing_directions(maps: np.ndarray, has_torque: np.ndarray, Ad_c: np.ndarray) -> np.ndarray:
     """Orthonormal wrench directions (about the CoM) outside the robots' grasp map."""
-    blocks = [Ad_c @ maps[r] if samples[r].has_torque else (Ad_c @ maps[r])[:, 3:] for r in ids]
+    blocks = [
+        Ad_c @ M if torque else (Ad_c @ M)[:, 3:]
+        for M, torque in zip(maps, has_torque, strict=True)
+    ]
     U, s, _ = np.linalg.svd(np.hstack(blocks))
     rank = int(np.sum(s > RANGE_TOL * s[0]))
     return U[:, rank:].T

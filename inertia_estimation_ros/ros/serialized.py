@@ -10,6 +10,9 @@ hands them over. A message whose strings do not change (a robot's frames) has a 
 stamp and its numbers written in with ``struct``. Every layout checks itself against rclpy's
 serialization of the same message (``conversions``) when it is made; where they differ
 (another RMW's encoding) it is not usable (``usable`` false) and callers publish messages.
+``HeaderReader`` reads received messages that begin with a header (``planner_node``'s
+ExternalWrench, GraspState and PoseStamped inputs) the same way, checked against the message
+path likewise, with rclpy's deserialization for bytes of another encoding.
 """
 
 from __future__ import annotations

@@ -7,7 +7,10 @@ above the dead band, turning), whose callback advances the admittance and publis
 reference. The node's clock is replaced by one that advances one control period per instant,
 so that every wrench publishes; a ``PayloadEstimate`` every ``ESTIMATE_EVERY`` instants (the
 coordinator's default 0.5 s). Prints the CPU time (``time.process_time``) per instant, best
-of ``--repeat`` rounds; ``--profile`` prints cProfile's top entries of one round.
+of ``--repeat`` rounds; ``--profile`` prints cProfile's top entries of one round. The
+messages arrive serialized, as from DDS: to the node's bytes callbacks where it has them
+(``_on_pose_bytes``, ``_on_wrench_bytes``), else deserialized by rclpy for its message
+callbacks (what its subscriptions did before), so that the figure compares across versions.
 
 Run: PYTHONPATH=$PWD .venv/bin/python bench/bench_planner_tick.py [--instants 2000]
 [--repeat 3] [--profile]
@@ -25,6 +28,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 import rclpy
+from rclpy.serialization import deserialize_message, serialize_message
 from std_srvs.srv import Trigger
 
 from inertia_estimation_ros.core.inertial import InertialParameters
@@ -65,11 +69,29 @@ def inputs(count: int) -> list[tuple[GraspState, ExternalWrench]]:
     return out
 
 
+def callbacks(mode: object) -> tuple:
+    """The pose and wrench subscriptions' callbacks, of serialized messages."""
+    if hasattr(mode, "_on_wrench_bytes"):
+        return mode._locked(mode._on_pose_bytes), mode._locked(mode._on_wrench_bytes)
+    on_pose, on_wrench = mode._locked(mode._on_pose), mode._locked(mode._on_wrench)
+    return (
+        lambda raw: on_pose(deserialize_message(raw, GraspState)),
+        lambda raw: on_wrench(deserialize_message(raw, ExternalWrench)),
+    )
+
+
+def serialized(messages: list, start: float) -> list[tuple[bytes, bytes]]:
+    """The (pose, wrench) messages stamped on from ``start``, serialized."""
+    out = []
+    for k, (pose, wrench) in enumerate(messages):
+        pose.header.stamp = wrench.header.stamp = to_time(start + (k + 1) * PERIOD)
+        out.append((serialize_message(pose), serialize_message(wrench)))
+    return out
+
+
 def run(planner: PlannerNode, messages: list, clock: list[float]) -> float:
     """CPU seconds per instant of the pose and wrench callbacks."""
-    mode = planner.admittance
-    on_pose = mode._locked(mode._on_pose)
-    on_wrench = mode._locked(mode._on_wrench)
+    on_pose, on_wrench = callbacks(planner.admittance)
     estimate = estimate_message()
     start = time.process_time()
     for k, (pose, wrench) in enumerate(messages):
@@ -95,8 +117,9 @@ def main() -> int:
     mode._now = lambda: clock[0]
     planner._on_estimate(estimate_message())
     messages = inputs(args.instants)
-    mode._locked(mode._on_pose)(messages[0][0])
-    mode._locked(mode._on_wrench)(messages[0][1])
+    on_pose, on_wrench = callbacks(mode)
+    on_pose(serialize_message(messages[0][0]))
+    on_wrench(serialize_message(messages[0][1]))
     assert mode._on_start(Trigger.Request(), Trigger.Response()).success
     published = []
     publish = mode._pose.publish
@@ -104,9 +127,8 @@ def main() -> int:
     try:
         costs = []
         for _ in range(args.repeat):
-            for k, (pose, wrench) in enumerate(messages):  # stamps on: the clock runs on
-                pose.header.stamp = wrench.header.stamp = to_time(clock[0] + (k + 1) * PERIOD)
-            costs.append(run(planner, messages, clock))
+            rounds = serialized(messages, clock[0])  # stamps on: the clock runs on
+            costs.append(run(planner, rounds, clock))
         assert len(published) == args.repeat * args.instants, len(published)
         assert mode.supervisor.active, mode.supervisor.events
         print(
@@ -115,10 +137,9 @@ def main() -> int:
             f"{os.getloadavg()[0]:.1f}"
         )
         if args.profile:
-            for k, (pose, wrench) in enumerate(messages):
-                pose.header.stamp = wrench.header.stamp = to_time(clock[0] + (k + 1) * PERIOD)
+            rounds = serialized(messages, clock[0])
             profiler = cProfile.Profile()
-            profiler.runcall(run, planner, messages, clock)
+            profiler.runcall(run, planner, rounds, clock)
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
     finally:
         planner.destroy_node()

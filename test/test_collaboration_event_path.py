@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from geometry_msgs.msg import PoseStamped
 from rclpy.parameter import Parameter
+from rclpy.serialization import deserialize_message
 from std_srvs.srv import Trigger
 
 from inertia_estimation_ros.core.inertial import InertialParameters
@@ -73,7 +75,8 @@ def test_each_wrench_publishes_the_reference_at_once_at_most_twice_the_rate(ros_
     planner, published, steps = _planner(ros_context, on_wrench=True)
     try:
         _push(planner, _now(planner))
-        assert len(published) == 1 and published[0].header.frame_id == "robot_1/home"
+        assert len(published) == 1  # as serialized bytes (ros/serialized.py)
+        assert deserialize_message(published[0], PoseStamped).header.frame_id == "robot_1/home"
         _push(planner, _now(planner))  # microseconds later: within half a period
         assert len(published) == 1
         _age(planner, 5.0 / RATE)  # the last reference is 5 periods old

@@ -33,23 +33,26 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
 from ..core.collaboration.modes import PlanningStart, ReferenceModes
 from ..core.collaboration.supervisor import AdmittanceSupervisor, ModelSummary, Reference
 from ..core.planning.planner import TrayPlan
 from ..msg import ExternalWrench, GraspState, PayloadEstimate
-from .conversions import (
-    inertial_parameters,
-    pose_matrix,
-    seconds,
-    to_pose,
-    to_time,
-    to_twist,
-    wrench_vector,
-)
+from .conversions import inertial_parameters, pose_matrix, to_pose, to_time, to_twist
 from .interface import NEWEST_QOS, RELIABLE_QOS, Service, Topic
 from .parameters import Param
+from .serialized import (
+    HeaderFields,
+    PoseFields,
+    StampedLayout,
+    external_wrench_reader,
+    grasp_state_reader,
+    pose_stamped_reader,
+    pose_values,
+    stamp_bytes,
+)
 
 PUBLISHES = [
     Topic(
@@ -213,8 +216,10 @@ class AdmittanceMode:
         self.frames = ("", "")  # (home frame = world, grasp frame {s}) from the pose messages
         self._pose = node.create_publisher(PoseStamped, "~/reference/pose", RELIABLE_QOS)
         self._twist = node.create_publisher(TwistStamped, "~/reference/twist", RELIABLE_QOS)
-        # the two messages, filled and published at every tick (publish serializes them)
-        self._messages = (PoseStamped(), TwistStamped())
+        # The inputs in and the reference out as serialized bytes (``serialized``): the
+        # reference from templates of its frames, made again when the frames change.
+        self._layouts: tuple[tuple[str, str], StampedLayout, StampedLayout] | None = None
+        self._wrench_reader = external_wrench_reader()
         # One lock (for `--executor multi`; by default the node spins on one thread) instead
         # of a mutually exclusive group: on rclpy's multi-threaded executor a ready callback
         # of a busy exclusive group makes the executor spin, holding the GIL, until the
@@ -224,12 +229,16 @@ class AdmittanceMode:
         subscribe = functools.partial(node.create_subscription, callback_group=group)
         serve = functools.partial(node.create_service, callback_group=group)
         wrench_topic = p.admittance_wrench_topic
-        subscribe(ExternalWrench, wrench_topic, self._locked(self._on_wrench), RELIABLE_QOS)
+        on_wrench = self._locked(self._on_wrench_bytes)
+        subscribe(ExternalWrench, wrench_topic, on_wrench, RELIABLE_QOS, raw=True)
         if p.admittance_pose_topic:  # aerial teams: the payload's mocap pose
-            pose = self._locked(self._on_pose_stamped)
-            subscribe(PoseStamped, p.admittance_pose_topic, pose, NEWEST_QOS)
+            self._pose_reader = pose_stamped_reader()
+            pose = self._locked(self._on_pose_stamped_bytes)
+            subscribe(PoseStamped, p.admittance_pose_topic, pose, NEWEST_QOS, raw=True)
         else:
-            subscribe(GraspState, "reference_grasp_state", self._locked(self._on_pose), NEWEST_QOS)
+            self._pose_reader = grasp_state_reader()
+            pose = self._locked(self._on_pose_bytes)
+            subscribe(GraspState, "reference_grasp_state", pose, NEWEST_QOS, raw=True)
         serve(Trigger, "~/admittance/start", self._locked(self._on_start))
         serve(Trigger, "~/admittance/stop", self._locked(self._on_stop))
         serve(SetBool, "~/enable", self._locked(self._on_enable))
@@ -284,17 +293,41 @@ class AdmittanceMode:
             self.supervisor.on_estimate(model)
         self._log_events()
 
+    # The inputs arrive serialized (``*_bytes``, the subscriptions' callbacks) and are read
+    # by ``serialized``'s readers; the message callbacks read the same fields of a message.
     def _on_pose(self, msg: GraspState) -> None:
-        if msg.has_pose:
-            self.frames = (msg.home_frame_id, msg.header.frame_id)
-            self.supervisor.on_pose(seconds(msg.header.stamp), pose_matrix(msg.pose))
+        self._on_grasp_pose(self._pose_reader.fields(msg))
+
+    def _on_pose_bytes(self, raw: bytes) -> None:
+        self._on_grasp_pose(self._pose_reader.read(raw))
+
+    def _on_grasp_pose(self, msg: HeaderFields) -> None:
+        """The reference robot's GraspState (``grasp_state_reader``): the payload's pose."""
+        if msg.numbers[7]:  # has_pose
+            self.frames = (msg.strings[2], msg.strings[0])
+            self.supervisor.on_pose(msg.stamp, pose_matrix(PoseFields.of(msg.numbers)))
 
     def _on_pose_stamped(self, msg: PoseStamped) -> None:
-        self.frames = (msg.header.frame_id, self.frames[1] or "payload")
-        self.supervisor.on_pose(seconds(msg.header.stamp), pose_matrix(msg.pose))
+        self._on_mocap_pose(self._pose_reader.fields(msg))
+
+    def _on_pose_stamped_bytes(self, raw: bytes) -> None:
+        self._on_mocap_pose(self._pose_reader.read(raw))
+
+    def _on_mocap_pose(self, msg: HeaderFields) -> None:
+        """The payload's PoseStamped (``pose_stamped_reader``; aerial teams)."""
+        self.frames = (msg.strings[0], self.frames[1] or "payload")
+        self.supervisor.on_pose(msg.stamp, pose_matrix(PoseFields.of(msg.numbers)))
 
     def _on_wrench(self, msg: ExternalWrench) -> None:
-        accepted = self.supervisor.on_wrench(seconds(msg.header.stamp), wrench_vector(msg.wrench))
+        self._on_human_wrench(self._wrench_reader.fields(msg))
+
+    def _on_wrench_bytes(self, raw: bytes) -> None:
+        self._on_human_wrench(self._wrench_reader.read(raw))
+
+    def _on_human_wrench(self, msg: HeaderFields) -> None:
+        """The human's ExternalWrench (``external_wrench_reader``)."""
+        wrench = np.array(msg.numbers[6:] + msg.numbers[3:6])  # (moment, force)
+        accepted = self.supervisor.on_wrench(msg.stamp, wrench)
         if accepted and self.p.admittance_on_wrench:  # the reference leaves now
             self._tick(wrench=True)
 
@@ -372,14 +405,36 @@ class AdmittanceMode:
         self._timer.reset()
 
     def _publish(self, now: float, reference: Reference) -> None:
-        stamp = to_time(max(now, 0.0))
-        pose, twist = self._messages
-        pose.pose, twist.twist = to_pose(reference.T_w_s), to_twist(reference.V_s)
-        pose.header.stamp, pose.header.frame_id = stamp, self.frames[0]
-        twist.header.stamp, twist.header.frame_id = stamp, self.frames[1]
-        self._pose.publish(pose)
-        self._twist.publish(twist)
+        """The reference as ``reference_messages`` gives it, published as serialized bytes
+        where this RMW's encoding has the templates' layout."""
+        if self._layouts is None or self._layouts[0] != self.frames:
+            home, grasp = (Header(frame_id=frame) for frame in self.frames)
+            pose = StampedLayout(PoseStamped(header=home), 7)
+            twist = StampedLayout(TwistStamped(header=grasp), 6)
+            self._layouts = (self.frames, pose, twist)
+        _, pose, twist = self._layouts
+        if not (pose.usable and twist.usable):
+            pose_msg, twist_msg = reference_messages(now, reference, self.frames)
+            self._pose.publish(pose_msg)
+            self._twist.publish(twist_msg)
+            return
+        stamp, V = stamp_bytes(max(now, 0.0)), reference.V_s.tolist()
+        self._pose.publish(pose.encode(stamp, pose_values(reference.T_w_s)))
+        self._twist.publish(twist.encode(stamp, V[3:] + V[:3]))
 
     def _log_events(self) -> None:
         while self.supervisor.events:
             self.node.get_logger().warning(self.supervisor.events.pop(0))
+
+
+def reference_messages(
+    now: float, reference: Reference, frames: tuple[str, str]
+) -> tuple[PoseStamped, TwistStamped]:
+    """The reference at ``now`` as messages: the pose of {s} in the home frame
+    (``frames[0]``) and its body twist in {s} (``frames[1]``)."""
+    stamp = to_time(max(now, 0.0))
+    pose = PoseStamped(pose=to_pose(reference.T_w_s))
+    twist = TwistStamped(twist=to_twist(reference.V_s))
+    pose.header.stamp, pose.header.frame_id = stamp, frames[0]
+    twist.header.stamp, twist.header.frame_id = stamp, frames[1]
+    return pose, twist

@@ -10,6 +10,9 @@ hands them over. A message whose strings do not change (a robot's frames) has a 
 stamp and its numbers written in with ``struct``. Every layout checks itself against rclpy's
 serialization of the same message (``conversions``) when it is made; where they differ
 (another RMW's encoding) it is not usable (``usable`` false) and callers publish messages.
+``HeaderReader`` reads received messages that begin with a header (``planner_node``'s
+ExternalWrench, GraspState and PoseStamped inputs) the same way, checked against the message
+path likewise, with rclpy's deserialization for bytes of another encoding.
 """
 
 from __future__ import annotations
@@ -17,19 +20,20 @@ from __future__ import annotations
 import math
 import operator
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 from builtin_interfaces.msg import Time
+from geometry_msgs.msg import PoseStamped
 from rclpy.serialization import deserialize_message, serialize_message
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState
 
 from ..core.samples import GraspSample
 from ..core.spatial import quaternion
-from ..msg import GraspState
-from .conversions import to_grasp_state, to_time
+from ..msg import ExternalWrench, GraspState
+from .conversions import seconds, to_grasp_state, to_time
 
 ENCAPSULATION = 4  # bytes before the CDR payload: representation and options
 _STAMP = struct.Struct("=iI")  # header.stamp (sec, nanosec): a stamped message's first field
@@ -292,3 +296,134 @@ def _same_joint_state(fields: JointStateFields | None, msg: JointState) -> bool:
             for a, b in zip(fields[3:], (msg.position, msg.velocity, msg.effort), strict=True)
         )
     )
+
+
+class HeaderFields(NamedTuple):
+    """What ``HeaderReader`` reads of a message: its stamp, its leading strings and the fixed
+    fields after them."""
+
+    stamp: float  # header.stamp [s], as ``conversions.seconds``
+    strings: tuple[str, ...]  # header.frame_id, then the message's next strings
+    numbers: tuple  # the fixed fields after the strings (the reader's ``layout``)
+
+
+class HeaderReader:
+    """Reads serialized messages (a ``raw`` subscription's bytes) that begin with a
+    std_msgs/Header, ``strings`` more strings and fixed fields (``layout``, a struct format
+    of float64 and bool, aligned as its first float64), without a message object: the
+    planner's inputs (ExternalWrench, GraspState, PoseStamped). ``fields`` reads the same of
+    a message: the reader checks itself against it on ``checks`` (messages whose strings
+    differ in length, so in alignment) and falls back to it, through rclpy's deserialization,
+    for bytes of another encoding. The strings are decoded again only when their bytes
+    change."""
+
+    _COUNT = struct.Struct("=I")
+
+    def __init__(
+        self,
+        message_type: type,
+        strings: int,
+        layout: str,
+        fields: Callable[[object], HeaderFields],
+        checks: Sequence[object],
+    ) -> None:
+        self.type, self.count, self.fields = message_type, strings + 1, fields
+        self.layout = struct.Struct("=" + layout)
+        self.encoding = serialize_message(message_type())[:2]
+        self._strings_bytes, self._strings = b"", ()
+        self.usable = all(self._read(serialize_message(m)) == fields(m) for m in checks)
+
+    def read(self, raw: bytes) -> HeaderFields:
+        """The fields of a received message (of any encoding)."""
+        fields = self._read(raw) if self.usable else None
+        return self.fields(deserialize_message(raw, self.type)) if fields is None else fields
+
+    def _read(self, raw: bytes) -> HeaderFields | None:
+        """The fields of a message in this RMW's encoding; else None."""
+        if raw[:2] != self.encoding:
+            return None
+        sec, nanosec = _STAMP.unpack_from(raw, ENCAPSULATION)
+        at = STAMP.stop
+        for _ in range(self.count):
+            at = _aligned(at, 4)
+            at += 4 + self._COUNT.unpack_from(raw, at)[0]
+        if raw[STAMP.stop : at] != self._strings_bytes:
+            self._strings_bytes = raw[STAMP.stop : at]
+            self._strings = self._decoded(raw, self.count)
+        numbers = self.layout.unpack_from(raw, _aligned(at, 8))
+        return HeaderFields(sec + 1e-9 * nanosec, self._strings, numbers)
+
+    def _decoded(self, raw: bytes, count: int) -> tuple[str, ...]:
+        strings, at = [], STAMP.stop
+        for _ in range(count):
+            at = _aligned(at, 4)
+            (length,) = self._COUNT.unpack_from(raw, at)
+            strings.append(raw[at + 4 : at + 3 + length].decode())
+            at += 4 + length
+        return tuple(strings)
+
+
+def _vectors(*vectors: object) -> tuple[float, ...]:
+    """The numbers of geometry_msgs Points, Vector3s and Quaternions, in order."""
+    return tuple(
+        getattr(v, axis)
+        for v in vectors
+        for axis in ("x", "y", "z", "w")[: 4 if hasattr(v, "w") else 3]
+    )
+
+
+def _external_wrench_fields(msg: ExternalWrench) -> HeaderFields:
+    w = msg.wrench
+    numbers = _vectors(msg.center, w.force, w.torque)
+    return HeaderFields(seconds(msg.header.stamp), (msg.header.frame_id,), numbers)
+
+
+def _grasp_state_fields(msg: GraspState) -> HeaderFields:
+    strings = (msg.header.frame_id, msg.robot_id, msg.home_frame_id)
+    numbers = (*_vectors(msg.pose.position, msg.pose.orientation), msg.has_pose)
+    return HeaderFields(seconds(msg.header.stamp), strings, numbers)
+
+
+def _pose_stamped_fields(msg: PoseStamped) -> HeaderFields:
+    numbers = _vectors(msg.pose.position, msg.pose.orientation)
+    return HeaderFields(seconds(msg.header.stamp), (msg.header.frame_id,), numbers)
+
+
+def external_wrench_reader() -> HeaderReader:
+    """ExternalWrench: numbers center (3), force (3), torque (3)."""
+    checks = []
+    for k, frame in enumerate(("", "s", "robot_1/grasp", "abcdefg")):
+        msg = ExternalWrench()
+        msg.header.stamp, msg.header.frame_id = Time(sec=100 + k, nanosec=7 * k + 1), frame
+        msg.center.x, msg.center.y, msg.center.z = 0.1 * k, -0.2, 0.3
+        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = 1.0, -2.0 * k, 3.5
+        msg.wrench.torque.x, msg.wrench.torque.y, msg.wrench.torque.z = 0.25, 0.5, -0.75 * k
+        msg.method, msg.degraded_reasons = "model", ["a reason"] * k
+        checks.append(msg)
+    return HeaderReader(ExternalWrench, 0, "9d", _external_wrench_fields, checks)
+
+
+def grasp_state_reader() -> HeaderReader:
+    """GraspState's pose: strings frame id, robot id, home frame id; numbers the pose (7:
+    position, orientation x y z w) and has_pose."""
+    checks = []
+    for k, (robot, home) in enumerate((("r", ""), ("robot_1", "robot_1/home"), ("ab", "xyz"))):
+        msg = GraspState(robot_id=robot, home_frame_id=home, has_pose=k != 1)
+        msg.header.stamp, msg.header.frame_id = Time(sec=5, nanosec=999_999_999 - k), robot * k
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = 0.5, -1.5 * k, 2.0
+        msg.pose.orientation.x, msg.pose.orientation.w = 0.6, 0.8
+        msg.twist.linear.x, msg.wrench_covariance = 3.0, [1.0] * 36 * (k % 2)
+        checks.append(msg)
+    return HeaderReader(GraspState, 2, "7d168x?", _grasp_state_fields, checks)
+
+
+def pose_stamped_reader() -> HeaderReader:
+    """PoseStamped: numbers the pose (7: position, orientation x y z w)."""
+    checks = []
+    for k, frame in enumerate(("", "mocap", "payload_frame")):
+        msg = PoseStamped()
+        msg.header.stamp, msg.header.frame_id = Time(sec=k, nanosec=123 * k), frame
+        msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = 1.5, -0.5 * k, 0.25
+        msg.pose.orientation.y, msg.pose.orientation.w = -0.6, 0.8
+        checks.append(msg)
+    return HeaderReader(PoseStamped, 0, "7d", _pose_stamped_fields, checks)

@@ -35,6 +35,9 @@ Every stream goes through these steps:
    at r = p_i_u reads the specific force f_u = R_u_i (a_u - g_i), with a_u = a_i + alpha x r
    + omega x (omega x r) and a_i = dv + omega x v the grasp origin's acceleration in {i}.
 5. Decimation to ``output_rate_hz``: every n-th sample, n = round(input rate / output rate).
+   The low-pass and the differencing window see every sample (their state is the history);
+   the kinematics of step 3 (Pinocchio, the SE(3) logarithms) are computed only for the
+   samples that are kept, when they leave.
 """
 
 from __future__ import annotations
@@ -213,8 +216,17 @@ class _Buffer:
 
 
 @dataclass(frozen=True)
+class _Pending:
+    """A kinematic sample waiting for its wrench and gravity: its stamp, and the differencing
+    window it is the middle of (its kinematics are computed only if it is kept)."""
+
+    t: float
+    window: tuple[tuple[float, np.ndarray], ...]
+
+
+@dataclass(frozen=True)
 class _Kinematics:
-    """A kinematic sample waiting for its wrench and gravity."""
+    """A kinematic sample's grasp signals."""
 
     t: float
     T_i0_i: np.ndarray
@@ -291,7 +303,7 @@ class GraspSignals:
         self._ft.clear()
         self._imu.clear()
         self._window: deque[tuple[float, np.ndarray]] = deque(maxlen=3)
-        self._waiting: deque[_Kinematics] = deque()
+        self._waiting: deque[_Pending] = deque()
         self._newest = -np.inf  # newest kinematic stamp
         self._count = 0  # kinematic samples completed since the restart (decimation)
         self._previous_quaternion: np.ndarray | None = None
@@ -431,7 +443,7 @@ class GraspSignals:
         self._primary = own
         parts = [position, velocity] + ([effort] if use_effort else [])
         x = np.concatenate([np.asarray(p, dtype=float)[order] for p in parts])
-        if not np.all(np.isfinite(x)):
+        if not np.isfinite(x).all():
             raise _BadInputError("non_finite", "joint state with NaN or Inf values")
         return x
 
@@ -562,13 +574,17 @@ class GraspSignals:
         self._window.append((t, x))
         self._newest = t
         if len(self._window) == 3:
-            sample = self._from_joints() if stream == "joint_states" else self._from_poses()
-            self._waiting.append(sample)
+            self._waiting.append(_Pending(self._window[1][0], tuple(self._window)))
 
-    def _from_joints(self) -> _Kinematics:
+    def _kinematics(self, pending: _Pending) -> _Kinematics:
+        if self.settings.kinematics_source == "joint_states":
+            return self._from_joints(pending.window)
+        return self._from_poses(pending.window)
+
+    def _from_joints(self, window: tuple[tuple[float, np.ndarray], ...]) -> _Kinematics:
         """Kinematics at the window's middle sample: ddq by central differences, then Pinocchio."""
-        t = np.array([s[0] for s in self._window])
-        x = np.array([s[1] for s in self._window])
+        t = np.array([s[0] for s in window])
+        x = np.array([s[1] for s in window])
         n = len(self.kinematics.joint_names)
         q, dq = x[1, :n], x[1, n : 2 * n]
         ddq = three_point_derivative(t, x[:, n : 2 * n])[0]
@@ -576,9 +592,9 @@ class GraspSignals:
         k = self.kinematics.evaluate(q, dq, ddq, tau)
         return _Kinematics(t[1], k.T_i0_i, k.V_i, k.dV_i, k.F_i)
 
-    def _from_poses(self) -> _Kinematics:
+    def _from_poses(self, window: tuple[tuple[float, np.ndarray], ...]) -> _Kinematics:
         """Body twist and its derivative at the middle pose from the two half-step twists."""
-        (t0, x0), (t1, x1), (t2, x2) = self._window
+        (t0, x0), (t1, x1), (t2, x2) = window
         T0, T1, T2 = (transform(Rotation.from_quat(x[3:]).as_matrix(), x[:3]) for x in (x0, x1, x2))
         h0, h1 = t1 - t0, t2 - t1
         V_before = log6(inverse(T0) @ T1) / h0  # at t1 - h0 / 2
@@ -608,25 +624,34 @@ class GraspSignals:
             ):
                 break
             self._waiting.popleft()
-            sample = self._sample(k)
+            ft, imu = self._auxiliary(k.t)
             self._count += 1
             if (self._count - 1) % self.decimation == 0:
                 self.emitted += 1
-                out.append(sample)
+                out.append(self._sample(self._kinematics(k), ft, imu))
         return out
 
-    def _sample(self, k: _Kinematics) -> GraspSample:
-        settings = self.settings
-        F = k.F_i
+    def _auxiliary(self, t: float) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """The F/T and IMU samples at t (those the settings use), each missing one counted."""
+        settings, ft, imu = self.settings, None, None
         if settings.wrench_source == "ft_sensor":
-            F = self._ft.at(k.t, settings.max_gap)
-            if F is None:
+            ft = self._ft.at(t, settings.max_gap)
+            if ft is None:
                 self.missing["ft_sensor"] += 1
+        if settings.gravity_source == "imu":
+            imu = self._imu.at(t, settings.max_gap)
+            if imu is None:
+                self.missing["imu"] += 1
+        return ft, imu
+
+    def _sample(self, k: _Kinematics, ft: np.ndarray | None, imu: np.ndarray | None) -> GraspSample:
+        settings = self.settings
+        F = ft if settings.wrench_source == "ft_sensor" else k.F_i
         g = None
         if settings.gravity_source == "home_frame":
             g = k.T_i0_i[:3, :3].T @ self._g_i0
-        elif settings.gravity_source == "imu":
-            g = self._imu_gravity(k)
+        elif imu is not None:
+            g = self._imu_gravity(k, imu)
         has_force = F is not None
         F = np.full(6, np.nan) if F is None else np.array(F, dtype=float)
         if not settings.has_torque:
@@ -643,12 +668,9 @@ class GraspSignals:
             has_torque=has_force and settings.has_torque,
         )
 
-    def _imu_gravity(self, k: _Kinematics) -> np.ndarray | None:
-        """g_i = a_u - R_i_u f_u, a_u the IMU origin's acceleration from the grasp kinematics."""
-        imu = self._imu.at(k.t, self.settings.max_gap)
-        if imu is None:
-            self.missing["imu"] += 1
-            return None
+    def _imu_gravity(self, k: _Kinematics, imu: np.ndarray) -> np.ndarray:
+        """g_i = a_u - R_i_u f_u, a_u the IMU origin's acceleration from the grasp kinematics
+        (imu: the IMU's filtered (R_i_u f_u, p_i_u) at the sample's stamp)."""
         f_i, r = imu[:3], imu[3:]
         omega, v = k.V_i[:3], k.V_i[3:]
         alpha, dv = k.dV_i[:3], k.dV_i[3:]

@@ -20,11 +20,26 @@ from .spatial import skew
 
 def _inertia_map(x: np.ndarray) -> np.ndarray:
     """L(x) with I x = L(x) [Ixx, Ixy, Ixz, Iyy, Iyz, Izz] (paper 000, Eq. 20); x: (..., 3)."""
+    if x.shape == (3,):  # one sample (a command's model wrench): the same entries, quicker
+        a, b, c = x.tolist()
+        return np.array(
+            [[a, b, c, 0.0, 0.0, 0.0], [0.0, a, 0.0, b, c, 0.0], [0.0, 0.0, a, 0.0, b, c]]
+        )
     out = np.zeros(x.shape[:-1] + (3, 6))
     out[..., 0, 0:3] = x
     out[..., 1, 1], out[..., 1, 3], out[..., 1, 4] = x[..., 0], x[..., 1], x[..., 2]
     out[..., 2, 2], out[..., 2, 4], out[..., 2, 5] = x[..., 0], x[..., 1], x[..., 2]
     return out
+
+
+def _cross(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x cross y of (..., 3) stacks: ``np.cross``; for two single vectors its own products and
+    differences (x1 y2 - x2 y1, ...) on floats, the same bits without its set-up."""
+    if x.shape == y.shape == (3,):
+        x0, x1, x2 = x.tolist()
+        y0, y1, y2 = y.tolist()
+        return np.array([x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0])
+    return np.cross(x, y)
 
 
 def body_regressor(V: np.ndarray, dV: np.ndarray, g: np.ndarray | None = None) -> np.ndarray:
@@ -39,7 +54,7 @@ def body_regressor(V: np.ndarray, dV: np.ndarray, g: np.ndarray | None = None) -
     alpha, a = dV[..., :3], dV[..., 3:]
     if g is not None:
         a = a - np.asarray(g, dtype=float)
-    a_origin = a + np.cross(w, v)  # acceleration of the origin of {b}, minus gravity
+    a_origin = a + _cross(w, v)  # acceleration of the origin of {b}, minus gravity
     W = skew(w)
     Y = np.zeros(V.shape[:-1] + (6, 10))
     Y[..., :3, 1:4] = -skew(a_origin)

@@ -88,6 +88,8 @@ from .grasp_kinematics import (
 from .settings import EstimatorSettings
 
 PHASES = ("static", "moving", "transition")
+STATIC, MOVING, TRANSITION, REJECTED = range(4)  # phase codes: PHASE_NAMES[code]
+PHASE_NAMES = np.array([*PHASES, "rejected"])
 PHASE_GROUPS = ("static", "dynamic")  # noise groups of the wrench fit
 MAX_STILL_STRETCHES = 64  # still stretches kept apart for the quantization covariance
 
@@ -128,7 +130,8 @@ class _PhaseDetector:
         self.still = 0
 
     def __call__(self, V: np.ndarray, dV: np.ndarray) -> np.ndarray:
-        """Phases (Q,) of consecutive sets: V, dV (Q, N, 6), oldest first."""
+        """Phase codes (Q,) of consecutive sets (STATIC, MOVING, TRANSITION): V, dV (Q, N, 6),
+        oldest first."""
         parts = np.concatenate([V, dV], axis=2).reshape(V.shape[0], V.shape[1], 4, 3)
         norms = np.sqrt(np.einsum("qrkj,qrkj->qrk", parts, parts))  # (omega, v, alpha, a)
         speeds = np.abs(self.lowpass.block(norms)).max(axis=1)
@@ -138,7 +141,7 @@ class _PhaseDetector:
         still = np.where(restart < 0, self.still + rows + 1, rows - restart)
         self.still = int(still[-1]) if len(still) else self.still
         moving = speeds[:, 0] > self.settings.moving_angular_speed
-        return np.where(still >= self.needed, "static", np.where(moving, "moving", "transition"))
+        return np.where(still >= self.needed, STATIC, np.where(moving, MOVING, TRANSITION))
 
 
 class TeamEstimator:
@@ -266,7 +269,7 @@ class TeamEstimator:
         if reason:
             return self._reject(reason)
         phase = self._accumulate(SetBlock.from_sets([samples], self.robot_ids))[0]
-        return UpdateResult(True, "", str(phase))
+        return UpdateResult(True, "", PHASES[phase])
 
     def update_block(self, block: SetBlock) -> BlockResult:
         """``update`` for Q sets at once (``SetBlock``, robots in this estimator's order): the
@@ -280,7 +283,7 @@ class TeamEstimator:
         if self._frozen:
             return BlockResult(np.zeros(len(block), bool), np.full(len(block), "frozen"))
         accepted = np.zeros(len(block), dtype=bool)
-        phases = np.full(len(block), "rejected", dtype=object)
+        phases = np.full(len(block), REJECTED)
         start = 0
         while start < len(block):
             rest = block.rows(slice(start, None))
@@ -291,9 +294,10 @@ class TeamEstimator:
                 accepted[start : start + run] = True
             else:  # through ``update``: its reason, or accepted if only the fast check failed
                 result, run = self.update(rest.set_at(0)), 1
-                accepted[start], phases[start] = result.accepted, result.phase
+                accepted[start] = result.accepted
+                phases[start] = PHASES.index(result.phase) if result.accepted else REJECTED
             start += run
-        return BlockResult(accepted, phases.astype(str))
+        return BlockResult(accepted, PHASE_NAMES[phases])
 
     def _acceptable(self, block: SetBlock) -> np.ndarray:
         """Per set, as array operations: it passes every check of ``_check`` and has the
@@ -334,12 +338,12 @@ class TeamEstimator:
 
     def _accumulate(self, block: SetBlock) -> np.ndarray:
         """The statistics of sets that passed the checks, all of the same flags (paper 000's
-        moments, per block as matrix products); their phases."""
+        moments, per block as matrix products); their phase codes."""
         q, n = len(block), len(self.robot_ids)
         V, dV, F, g = self._signals(block)
         T = block.T_i0_i
         phases = self._detector(V, dV)
-        moving, static = phases == "moving", phases == "static"
+        moving, static = phases == MOVING, phases == STATIC
         z, dz = V.reshape(q, 6 * n), dV.reshape(q, 6 * n)
         poses = np.concatenate([T[:, :, :3, :3].reshape(q, n, 9), T[:, :, :3, 3]], axis=2)
         y = np.concatenate([poses.reshape(q, 12 * n), np.ones((q, 1))], axis=1)
@@ -442,7 +446,7 @@ class TeamEstimator:
         if self._segments is None:
             self._segments = SegmentStore(self.robot_ids, block.has_torque[0], self.settings)
         Y = body_regressor(V_s, dV_s, g_s)
-        static = phases == "static"
+        static = phases == STATIC
         if static.any():
             tilt = g_s[static]
             self._tilts += (tilt / np.einsum("qi,qi->q", tilt, tilt)[:, None]).T @ tilt

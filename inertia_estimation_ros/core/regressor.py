@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spatial import skew
+from .spatial import cross, skew
 
 
 def _inertia_map(x: np.ndarray) -> np.ndarray:
@@ -39,7 +39,7 @@ def body_regressor(V: np.ndarray, dV: np.ndarray, g: np.ndarray | None = None) -
     alpha, a = dV[..., :3], dV[..., 3:]
     if g is not None:
         a = a - np.asarray(g, dtype=float)
-    a_origin = a + np.cross(w, v)  # acceleration of the origin of {b}, minus gravity
+    a_origin = a + cross(w, v)  # acceleration of the origin of {b}, minus gravity
     W = skew(w)
     Y = np.zeros(V.shape[:-1] + (6, 10))
     Y[..., :3, 1:4] = -skew(a_origin)

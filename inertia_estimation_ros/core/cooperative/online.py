@@ -51,6 +51,7 @@ import numpy as np
 from ..regressor import body_regressor
 from ..samples import GraspSample, SetBlock
 from ..signals import CausalLowpass
+from ..spatial import cross
 from .correlated_noise import BlockSums, pooled_block_inflation
 from .diagnostics import covariance_from_information
 from .dynamics import (
@@ -315,7 +316,7 @@ class TeamEstimator:
         )
         with np.errstate(invalid="ignore"):
             gram = np.abs(np.einsum("qkji,qkjl->qkil", R, R) - np.eye(3)).max(axis=(1, 2, 3))
-            det = np.einsum("qki,qki->qk", R[:, :, 0], np.cross(R[:, :, 1], R[:, :, 2]))
+            det = np.einsum("qki,qki->qk", R[:, :, 0], cross(R[:, :, 1], R[:, :, 2]))
             rotation = (gram < 1e-6) & (det >= 0).all(axis=1)
             spread = block.stamps.max(axis=1) - block.stamps.min(axis=1)
             ok = finite & rotation & (spread <= self.settings.sync_tolerance)

@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -245,22 +245,51 @@ def open_bag(path: str | Path) -> Iterator[Reader]:
         reader.close()
 
 
+@dataclass(frozen=True)
+class _Summary:
+    """What a bag's metadata says (``_summary``)."""
+
+    topics: dict[str, str]  # topic -> message type
+    duration: float  # [s] between the first and the last message
+    latched: frozenset[str]
+
+
+def _summary(path: str | Path) -> _Summary:
+    """A bag's summary, read once per version of its files: opening a bag parses its
+    metadata.yaml and the mcap summary (tens of ms), and a command asks several times."""
+    path = Path(path)
+    files = ()
+    if path.is_dir():
+        stats = ((f.name, f.stat()) for f in sorted(path.iterdir()) if f.is_file())
+        files = tuple((name, st.st_mtime_ns, st.st_size) for name, st in stats)
+    return _read_summary(str(path), str(path.resolve()), files)
+
+
+@lru_cache(maxsize=16)
+def _read_summary(path: str, resolved: str, files: tuple) -> _Summary:
+    """``_summary`` of the bag at ``path`` (``resolved``) whose files are ``files`` (name,
+    modification time, size): the arguments are the cache's key."""
+    with open_bag(path) as reader:
+        return _Summary(
+            {c.topic: c.msgtype for c in reader.connections},
+            reader.duration * 1e-9,
+            frozenset(c.topic for c in reader.connections if _latched(c)),
+        )
+
+
 def bag_duration(path: str | Path) -> float:
     """Seconds between a bag's first and last message."""
-    with open_bag(path) as reader:
-        return reader.duration * 1e-9
+    return _summary(path).duration
 
 
 def bag_topics(path: str | Path) -> dict[str, str]:
     """topic -> message type of every connection in a bag."""
-    with open_bag(path) as reader:
-        return {c.topic: c.msgtype for c in reader.connections}
+    return dict(_summary(path).topics)
 
 
 def latched_topics(path: str | Path) -> set[str]:
     """Topics of a bag whose recorded publishers were all transient-local (replay them latched)."""
-    with open_bag(path) as reader:
-        return {c.topic for c in reader.connections if _latched(c)}
+    return set(_summary(path).latched)
 
 
 def _latched(connection: Any) -> bool:
@@ -281,7 +310,7 @@ def read_bag(
         raise BagError(f"deserialize={deserialize!r} is not one of {list(DESERIALIZE_AS)}")
     if deserialize == "rclpy":
         from rclpy.serialization import deserialize_message
-    store = typestore()
+    store = typestore() if deserialize == "rosbags" else None  # half a second to build
     with open_bag(path) as reader:
         connections = reader.connections
         if topics is not None:

@@ -162,7 +162,9 @@ class WrenchMoments:
     def clean(self, F: np.ndarray) -> np.ndarray:
         """A copy of robot wrenches (Q, N, 6) as the moments take them: non-finite entries
         and the moments of robots without torque sensing zero."""
-        F = np.nan_to_num(np.asarray(F, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
+        F = np.array(F, dtype=float)
+        if not np.isfinite(F).all():
+            F = np.nan_to_num(F, nan=0.0, posinf=0.0, neginf=0.0)
         F[:, ~np.array(self.has_torque), :3] = 0.0
         return F
 

@@ -410,8 +410,8 @@ def _records(
 
 def _payloads(body: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The bytes of the messages at ``starts`` of a chunk's records, one after the other."""
-    if np.all(lengths == lengths[0]):
-        return body[starts[:, None] + np.arange(lengths[0])].ravel()
+    if np.all(lengths == lengths[0]):  # rows of a strided view: no index per byte
+        return np.lib.stride_tricks.sliding_window_view(body, int(lengths[0]))[starts].ravel()
     return np.concatenate([body[a : a + n] for a, n in zip(starts, lengths, strict=True)])
 
 

@@ -279,14 +279,16 @@ class SegmentStore:
         the fewest samples; otherwise any pair, set-aside ones last (their spans are reported).
         With at least 8 segments such a pair exists (2 groups x 3 verdicts)."""
         segs = self.segments
+        kinds = [(s.group, s.used) for s in segs]
+        sizes = [s.samples for s in segs]
 
         def alike(i: int, j: int) -> bool:
-            return segs[i].group == segs[j].group and segs[i].used == segs[j].used
+            return kinds[i] == kinds[j]
 
         def size(pair: tuple[int, int]) -> int:
-            return segs[pair[0]].samples + segs[pair[1]].samples
+            return sizes[pair[0]] + sizes[pair[1]]
 
-        neighbours = [(i, i + 1) for i in range(len(segs) - 1) if alike(i, i + 1)]
+        neighbours = [(i, i + 1) for i in range(len(segs) - 1) if kinds[i] == kinds[i + 1]]
         if neighbours:
             i, j = min(neighbours, key=size)
         else:

@@ -315,7 +315,7 @@ class TeamEstimator:
             axis=1
         )
         with np.errstate(invalid="ignore"):
-            gram = np.abs(np.einsum("qkji,qkjl->qkil", R, R) - np.eye(3)).max(axis=(1, 2, 3))
+            gram = np.abs(np.einsum("qkji,qkjl->qkil", R, R) - np.eye(3)).reshape(q, -1).max(axis=1)
             det = np.einsum("qki,qki->qk", R[:, :, 0], cross(R[:, :, 1], R[:, :, 2]))
             rotation = (gram < 1e-6) & (det >= 0).all(axis=1)
             spread = block.stamps.max(axis=1) - block.stamps.min(axis=1)

@@ -252,6 +252,9 @@ class _Summary:
     topics: dict[str, str]  # topic -> message type
     duration: float  # [s] between the first and the last message
     latched: frozenset[str]
+    # a bag of one mcap file with compressed chunks: the file, its chunk index and its
+    # connections (``read_topic_records``); None for any other
+    mcap: tuple[Path, list, list] | None = None
 
 
 def _summary(path: str | Path) -> _Summary:
@@ -270,10 +273,17 @@ def _read_summary(path: str, resolved: str, files: tuple) -> _Summary:
     """``_summary`` of the bag at ``path`` (``resolved``) whose files are ``files`` (name,
     modification time, size): the arguments are the cache's key."""
     with open_bag(path) as reader:
+        storages = getattr(reader.storage, "storages", [])
+        mcap = None
+        if len(storages) == 1 and isinstance(storages[0], McapReader):
+            if reader.storage.metadata.compression_mode != "message":
+                storage = storages[0]
+                mcap = (Path(storage.path), list(storage.chunks), list(storage.connections))
         return _Summary(
             {c.topic: c.msgtype for c in reader.connections},
             reader.duration * 1e-9,
             frozenset(c.topic for c in reader.connections if _latched(c)),
+            mcap,
         )
 
 
@@ -366,23 +376,18 @@ def read_topic_records(path: str | Path, topics: Iterable[str]) -> dict[str, Top
     ``read_bag``. The same messages in the same order per topic as ``read_bag``."""
     from rosbags.rosbag2.storage_mcap import DECOMPRESSORS
 
-    with open_bag(path) as reader:
-        folder = reader.storage
-        storages = getattr(folder, "storages", [])
-        if len(storages) != 1 or not isinstance(storages[0], McapReader):
-            return None
-        if folder.metadata.compression_mode == "message":
-            return None
-        storage = storages[0]
-        wanted = {c.id: c for c in storage.connections if c.topic in set(topics)}
-        chunks = storage.chunks
-        if not chunks or any(c.compression not in DECOMPRESSORS for c in chunks):
-            return None
-        file = Path(storage.path).read_bytes()
-        try:
-            return _records(file, chunks, wanted, DECOMPRESSORS)
-        except (IndexError, ValueError, struct.error):  # a damaged index: read_bag says so
-            return None
+    mcap = _summary(path).mcap  # the bag's chunk index, read once
+    if mcap is None:
+        return None
+    file_path, chunks, connections = mcap
+    wanted = {c.id: c for c in connections if c.topic in set(topics)}
+    if not chunks or any(c.compression not in DECOMPRESSORS for c in chunks):
+        return None
+    file = file_path.read_bytes()
+    try:
+        return _records(file, chunks, wanted, DECOMPRESSORS)
+    except (IndexError, ValueError, struct.error):  # a damaged index: read_bag says so
+        return None
 
 
 def _records(

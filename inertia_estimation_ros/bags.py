@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -245,22 +245,61 @@ def open_bag(path: str | Path) -> Iterator[Reader]:
         reader.close()
 
 
+@dataclass(frozen=True)
+class _Summary:
+    """What a bag's metadata says (``_summary``)."""
+
+    topics: dict[str, str]  # topic -> message type
+    duration: float  # [s] between the first and the last message
+    latched: frozenset[str]
+    # a bag of one mcap file with compressed chunks: the file, its chunk index and its
+    # connections (``read_topic_records``); None for any other
+    mcap: tuple[Path, list, list] | None = None
+
+
+def _summary(path: str | Path) -> _Summary:
+    """A bag's summary, read once per version of its files: opening a bag parses its
+    metadata.yaml and the mcap summary (tens of ms), and a command asks several times."""
+    path = Path(path)
+    files = ()
+    if path.is_dir():
+        stats = ((f.name, f.stat()) for f in sorted(path.iterdir()) if f.is_file())
+        files = tuple((name, st.st_mtime_ns, st.st_size) for name, st in stats)
+    return _read_summary(str(path), str(path.resolve()), files)
+
+
+@lru_cache(maxsize=16)
+def _read_summary(path: str, resolved: str, files: tuple) -> _Summary:
+    """``_summary`` of the bag at ``path`` (``resolved``) whose files are ``files`` (name,
+    modification time, size): the arguments are the cache's key."""
+    with open_bag(path) as reader:
+        storages = getattr(reader.storage, "storages", [])
+        mcap = None
+        if len(storages) == 1 and isinstance(storages[0], McapReader):
+            if reader.storage.metadata.compression_mode != "message":
+                storage = storages[0]
+                mcap = (Path(storage.path), list(storage.chunks), list(storage.connections))
+        return _Summary(
+            {c.topic: c.msgtype for c in reader.connections},
+            reader.duration * 1e-9,
+            frozenset(c.topic for c in reader.connections if _latched(c)),
+            mcap,
+        )
+
+
 def bag_duration(path: str | Path) -> float:
     """Seconds between a bag's first and last message."""
-    with open_bag(path) as reader:
-        return reader.duration * 1e-9
+    return _summary(path).duration
 
 
 def bag_topics(path: str | Path) -> dict[str, str]:
     """topic -> message type of every connection in a bag."""
-    with open_bag(path) as reader:
-        return {c.topic: c.msgtype for c in reader.connections}
+    return dict(_summary(path).topics)
 
 
 def latched_topics(path: str | Path) -> set[str]:
     """Topics of a bag whose recorded publishers were all transient-local (replay them latched)."""
-    with open_bag(path) as reader:
-        return {c.topic for c in reader.connections if _latched(c)}
+    return set(_summary(path).latched)
 
 
 def _latched(connection: Any) -> bool:
@@ -281,7 +320,7 @@ def read_bag(
         raise BagError(f"deserialize={deserialize!r} is not one of {list(DESERIALIZE_AS)}")
     if deserialize == "rclpy":
         from rclpy.serialization import deserialize_message
-    store = typestore()
+    store = typestore() if deserialize == "rosbags" else None  # half a second to build
     with open_bag(path) as reader:
         connections = reader.connections
         if topics is not None:
@@ -337,23 +376,18 @@ def read_topic_records(path: str | Path, topics: Iterable[str]) -> dict[str, Top
     ``read_bag``. The same messages in the same order per topic as ``read_bag``."""
     from rosbags.rosbag2.storage_mcap import DECOMPRESSORS
 
-    with open_bag(path) as reader:
-        folder = reader.storage
-        storages = getattr(folder, "storages", [])
-        if len(storages) != 1 or not isinstance(storages[0], McapReader):
-            return None
-        if folder.metadata.compression_mode == "message":
-            return None
-        storage = storages[0]
-        wanted = {c.id: c for c in storage.connections if c.topic in set(topics)}
-        chunks = storage.chunks
-        if not chunks or any(c.compression not in DECOMPRESSORS for c in chunks):
-            return None
-        file = Path(storage.path).read_bytes()
-        try:
-            return _records(file, chunks, wanted, DECOMPRESSORS)
-        except (IndexError, ValueError, struct.error):  # a damaged index: read_bag says so
-            return None
+    mcap = _summary(path).mcap  # the bag's chunk index, read once
+    if mcap is None:
+        return None
+    file_path, chunks, connections = mcap
+    wanted = {c.id: c for c in connections if c.topic in set(topics)}
+    if not chunks or any(c.compression not in DECOMPRESSORS for c in chunks):
+        return None
+    file = file_path.read_bytes()
+    try:
+        return _records(file, chunks, wanted, DECOMPRESSORS)
+    except (IndexError, ValueError, struct.error):  # a damaged index: read_bag says so
+        return None
 
 
 def _records(
@@ -381,8 +415,8 @@ def _records(
 
 def _payloads(body: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """The bytes of the messages at ``starts`` of a chunk's records, one after the other."""
-    if np.all(lengths == lengths[0]):
-        return body[starts[:, None] + np.arange(lengths[0])].ravel()
+    if np.all(lengths == lengths[0]):  # rows of a strided view: no index per byte
+        return np.lib.stride_tricks.sliding_window_view(body, int(lengths[0]))[starts].ravel()
     return np.concatenate([body[a : a + n] for a, n in zip(starts, lengths, strict=True)])
 
 

@@ -16,13 +16,18 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import cvxpy as cp
 import numpy as np
 
 from .inertial import InertialParameters, meets_bound
 
-SOLVERS = (cp.CLARABEL, cp.SCS)
+if TYPE_CHECKING:
+    import cvxpy as cp
+
+# cvxpy loads where a problem is built (seconds of start-up that a consistent estimate,
+# the common case, never needs); its solver names:
+SOLVERS = ("CLARABEL", "SCS")
 # J(e_k) for the unit vectors of theta: J(theta) = sum_k theta_k PSEUDO_INERTIA_BASIS[k].
 PSEUDO_INERTIA_BASIS = np.stack([InertialParameters(e).pseudo_inertia for e in np.eye(10)])
 
@@ -33,6 +38,8 @@ class ConsistencyError(RuntimeError):
 
 def theta_of(J: cp.Expression) -> cp.Expression:
     """theta (10) as a linear expression of a symmetric 4x4 pseudo-inertia J (paper 003, Def. 7)."""
+    import cvxpy as cp
+
     Sigma = J[:3, :3]
     tr = cp.trace(Sigma)
     return cp.hstack(
@@ -91,6 +98,8 @@ def solve_with_fallback(
     variables' values (and ``problem.status``) and returns None to accept them or the
     reason to reject them. Raises ConsistencyError with every solver's reason otherwise.
     """
+    import cvxpy as cp
+
     failures = []
     for solver in solvers:
         try:
@@ -158,6 +167,8 @@ def project_to_consistent(
     params = InertialParameters(theta_hat)
     if params.is_consistent(margin):
         return Projection(params, moved=False, distance=0.0, solver="")
+    import cvxpy as cp
+
     W = np.eye(10) if weight is None else 0.5 * (weight + weight.T)
     W = W / max(np.trace(W) / 10.0, 1e-300)  # scale-free objective for the solver
     L = np.linalg.cholesky(W + 1e-9 * np.eye(10))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spatial import skew
+from .spatial import cross, skew
 
 
 def _inertia_map(x: np.ndarray) -> np.ndarray:
@@ -32,16 +32,6 @@ def _inertia_map(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _cross(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x cross y of (..., 3) stacks: ``np.cross``; for two single vectors its own products and
-    differences (x1 y2 - x2 y1, ...) on floats, the same bits without its set-up."""
-    if x.shape == y.shape == (3,):
-        x0, x1, x2 = x.tolist()
-        y0, y1, y2 = y.tolist()
-        return np.array([x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0])
-    return np.cross(x, y)
-
-
 def body_regressor(V: np.ndarray, dV: np.ndarray, g: np.ndarray | None = None) -> np.ndarray:
     """Y (6x10, or (..., 6, 10) for stacked samples) with F = Y theta.
 
@@ -54,7 +44,7 @@ def body_regressor(V: np.ndarray, dV: np.ndarray, g: np.ndarray | None = None) -
     alpha, a = dV[..., :3], dV[..., 3:]
     if g is not None:
         a = a - np.asarray(g, dtype=float)
-    a_origin = a + _cross(w, v)  # acceleration of the origin of {b}, minus gravity
+    a_origin = a + cross(w, v)  # acceleration of the origin of {b}, minus gravity
     W = skew(w)
     Y = np.zeros(V.shape[:-1] + (6, 10))
     Y[..., :3, 1:4] = -skew(a_origin)

@@ -124,13 +124,14 @@ class GraspBatch(Sequence[GraspSample]):
     ``g_i`` is NaN where ``has_g`` is False (no gravity reported for that sample).
     """
 
-    __slots__ = ("robot_id", "_samples", *BATCH_COLUMNS)
+    __slots__ = ("robot_id", "_samples", "_finite", *BATCH_COLUMNS)
 
     def __init__(self, robot_id: str, **columns: np.ndarray) -> None:
         self.robot_id = robot_id
         for name in BATCH_COLUMNS:
             setattr(self, name, columns[name])
         self._samples: dict[int, GraspSample] = {}
+        self._finite: np.ndarray | None = None  # ``finite``, once known
 
     def __len__(self) -> int:
         return len(self.stamps)
@@ -159,17 +160,24 @@ class GraspBatch(Sequence[GraspSample]):
 
     def finite(self) -> np.ndarray:
         """Per sample: every value the team uses is finite (the stamp, pose, twist, twist
-        derivative, the sensed parts of the wrench, the gravity if reported)."""
+        derivative, the sensed parts of the wrench, the gravity if reported). Found once per
+        batch (and passed on to its ``rows``): the columns are not to be changed in place."""
+        if self._finite is not None:
+            return self._finite
         k = len(self)
         sensed = np.repeat(np.stack([self.has_torque, self.has_force], axis=1), 3, axis=1)
         F = np.where(sensed, self.F_i, 0.0)  # an unsensed part may be NaN
         g = np.where(self.has_g[:, None], self.g_i, 0.0)
         values = [self.T_i0_i.reshape(k, 16), self.V_i, self.dV_i, F, g, self.stamps[:, None]]
-        return np.isfinite(np.concatenate(values, axis=1)).all(axis=1)
+        self._finite = np.isfinite(np.concatenate(values, axis=1)).all(axis=1)
+        return self._finite
 
     def rows(self, keep: slice | np.ndarray) -> GraspBatch:
         """The samples ``keep`` (a slice, indices or a boolean mask)."""
-        return GraspBatch(self.robot_id, **{n: getattr(self, n)[keep] for n in BATCH_COLUMNS})
+        out = GraspBatch(self.robot_id, **{n: getattr(self, n)[keep] for n in BATCH_COLUMNS})
+        if self._finite is not None:
+            out._finite = self._finite[keep]
+        return out
 
     @classmethod
     def from_samples(cls, samples: Sequence[GraspSample]) -> GraspBatch:

@@ -27,6 +27,18 @@ from scipy.spatial.transform import Rotation
 ArrayLike = np.ndarray
 
 
+def cross(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """x cross y of stacked 3-vectors (..., 3): ``np.cross``'s products and differences (the
+    same bits), without its per-call cost (tens of microseconds); two single vectors as floats."""
+    if x.shape == y.shape == (3,):
+        x0, x1, x2 = x.tolist()
+        y0, y1, y2 = y.tolist()
+        return np.array([x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0])
+    x0, x1, x2 = x[..., 0], x[..., 1], x[..., 2]
+    y0, y1, y2 = y[..., 0], y[..., 1], y[..., 2]
+    return np.stack([x1 * y2 - x2 * y1, x2 * y0 - x0 * y2, x0 * y1 - x1 * y0], axis=-1)
+
+
 def skew(x: ArrayLike) -> np.ndarray:
     """[x]: the 3x3 skew matrix with [x] y = x cross y (Modern Robotics Eq. 3.30).
 

@@ -214,13 +214,15 @@ def _row_matrix(batch: GraspBatch) -> np.ndarray:
     )
 
 
+_SIZES = {name: int(np.prod(shape, dtype=int)) for name, (_, shape) in _LAYOUT.items()}
+
+
 def _from_rows(rows: np.ndarray) -> dict[str, np.ndarray]:
     """The columns of (..., _WIDTH) rows, each its own contiguous array."""
     lead = rows.shape[:-1]
     columns = {}
     for name, (start, shape) in _LAYOUT.items():
-        size = int(np.prod(shape, dtype=int))
-        column = rows[..., start : start + size].reshape(lead + shape)
+        column = rows[..., start : start + _SIZES[name]].reshape(lead + shape)
         columns[name] = column != 0 if name.startswith("has_") else column.copy()
     return columns
 

@@ -77,18 +77,24 @@ class BlockSums:
             if len(X):
                 self.add(X[0])
             return
-        for k, length in enumerate(self.lengths):
-            ends = np.arange(length - self.filled[k] - 1, len(X), length)  # blocks complete
-            if len(ends):
-                sums = np.add.reduceat(X[: ends[-1] + 1], np.r_[0, ends[:-1] + 1], axis=0)
-                sums[0] += self.partial[k]
-                self.S[k] += sums.T @ sums
-                self.blocks[k] += len(ends)
-                self.partial[k] = 0.0
-                self.filled[k] = 0
-            rest = X[ends[-1] + 1 :] if len(ends) else X
-            self.partial[k] += rest.sum(axis=0)
-            self.filled[k] += len(rest)
+        q, total = len(X), None
+        for k, (length, filled) in enumerate(
+            zip(self.lengths.tolist(), self.filled.tolist(), strict=True)
+        ):
+            if filled + q < length:  # no block completes: all rows into the open one
+                total = X.sum(axis=0) if total is None else total
+                self.partial[k] += total
+                self.filled[k] += q
+                continue
+            ends = np.arange(length - filled - 1, q, length)  # last rows of the blocks complete
+            starts = ends - (length - 1)
+            starts[0] = 0
+            sums = np.add.reduceat(X[: ends[-1] + 1], starts, axis=0)
+            sums[0] += self.partial[k]
+            self.S[k] += sums.T @ sums
+            self.blocks[k] += len(ends)
+            self.partial[k] = X[ends[-1] + 1 :].sum(axis=0)
+            self.filled[k] = q - 1 - ends[-1]
 
     @classmethod
     def pooled(cls, accumulators: Iterable[BlockSums]) -> BlockSums:

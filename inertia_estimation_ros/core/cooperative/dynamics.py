@@ -112,6 +112,11 @@ def payload_gravity(
 
 
 # ----- project method: one-stage information form --------------------------------------------
+def wrench_rows(Y: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """X (Q, 60 + 6N): row k is [vec Y_k (row-major), F_k (N x 6, row-major)]."""
+    return np.concatenate([Y.reshape(len(Y), -1), F.reshape(len(F), -1)], axis=1)
+
+
 @dataclass
 class WrenchMoments:
     """Information-form statistics of sum_i M_i F_i,k = Y_k theta, M_i = Ad(T_i_s)^T.
@@ -152,15 +157,26 @@ class WrenchMoments:
     def add_batch(self, Y: np.ndarray, F: np.ndarray, weights: np.ndarray | None = None) -> None:
         """Q samples: Y (Q, 6, 10), F (Q, N, 6). Moments of robots without torque sensing,
         and any non-finite entries, count as zero (a passive gimbal transmits no moment)."""
-        F = np.nan_to_num(np.asarray(F, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
+        self.add_rows(wrench_rows(Y, self.clean(F)), weights)
+
+    def clean(self, F: np.ndarray) -> np.ndarray:
+        """A copy of robot wrenches (Q, N, 6) as the moments take them: non-finite entries
+        and the moments of robots without torque sensing zero."""
+        F = np.array(F, dtype=float)
+        if not np.isfinite(F).all():
+            F = np.nan_to_num(F, nan=0.0, posinf=0.0, neginf=0.0)
         F[:, ~np.array(self.has_torque), :3] = 0.0
-        w = np.ones(len(Y)) if weights is None else np.asarray(weights, dtype=float)
-        Yw = Y * w[:, None, None]
-        self.YY += np.einsum("kba,kcd->bcad", Yw, Y)
-        self.K += np.einsum("kba,kic->iabc", Yw, F)
-        flat = F.reshape(len(F), -1)
-        self.FF += (flat * w[:, None]).T @ flat
-        self.samples += len(Y)
+        return F
+
+    def add_rows(self, X: np.ndarray, weights: np.ndarray | None = None) -> None:
+        """Q samples as rows x_k = [vec Y_k, F_k] (``wrench_rows``, wrenches ``clean``):
+        YY, K and FF are blocks of one product sum_k w_k x_k x_k^T."""
+        Xw = X if weights is None else X * np.asarray(weights, dtype=float)[:, None]
+        S = Xw.T @ X
+        self.YY += S[:60, :60].reshape(6, 10, 6, 10).transpose(0, 2, 1, 3)
+        self.K += S[:60, 60:].reshape(6, 10, len(self.robot_ids), 6).transpose(2, 1, 0, 3)
+        self.FF += S[60:, 60:]
+        self.samples += len(X)
 
     def __add__(self, other: WrenchMoments) -> WrenchMoments:
         return WrenchMoments(

@@ -64,6 +64,7 @@ from .dynamics import (
     regressor_noise_covariance,
     regressor_noise_power,
     wrench_noise,
+    wrench_rows,
 )
 from .settings import EstimatorSettings
 
@@ -232,24 +233,23 @@ class SegmentStore:
             if block_rate_hz is not None:
                 wrench_blocks(segment, block_rate_hz).add(np.r_[Y[0].ravel(), F[0].ravel()])
             return
-        k = 0
+        k, X = 0, None
         while k < len(t):
             segment = self._segment_for(float(t[k]), group)
+            if X is None:  # rows of cleaned wrenches, as ``add_batch`` cleans them
+                X = wrench_rows(Y, segment.moments.clean(F))
             stop = k + _count_before(t[k:] - segment.start, self.settings.segment_seconds)
-            segment.moments.add_batch(Y[k:stop], F[k:stop])
+            segment.moments.add_rows(X[k:stop])
             j = k
             while j < stop:
                 cluster = segment.cluster_for(float(t[j]))
                 end = j + _count_before(t[j:stop] - segment.cluster_starts[-1], CLUSTER_SECONDS)
-                cluster.add_batch(Y[j:end], F[j:end])
+                cluster.add_rows(X[j:end])
                 j = end
             if residuals is not None:
                 segment.correlation.add_batch(residuals[k:stop])
             if block_rate_hz is not None:
-                x = np.concatenate(
-                    [Y[k:stop].reshape(stop - k, -1), F[k:stop].reshape(stop - k, -1)], axis=1
-                )
-                wrench_blocks(segment, block_rate_hz).add_rows(x)
+                wrench_blocks(segment, block_rate_hz).add_rows(wrench_rows(Y[k:stop], F[k:stop]))
             segment.end = float(t[stop - 1])
             k = stop
 
@@ -279,14 +279,16 @@ class SegmentStore:
         the fewest samples; otherwise any pair, set-aside ones last (their spans are reported).
         With at least 8 segments such a pair exists (2 groups x 3 verdicts)."""
         segs = self.segments
+        kinds = [(s.group, s.used) for s in segs]
+        sizes = [s.samples for s in segs]
 
         def alike(i: int, j: int) -> bool:
-            return segs[i].group == segs[j].group and segs[i].used == segs[j].used
+            return kinds[i] == kinds[j]
 
         def size(pair: tuple[int, int]) -> int:
-            return segs[pair[0]].samples + segs[pair[1]].samples
+            return sizes[pair[0]] + sizes[pair[1]]
 
-        neighbours = [(i, i + 1) for i in range(len(segs) - 1) if alike(i, i + 1)]
+        neighbours = [(i, i + 1) for i in range(len(segs) - 1) if kinds[i] == kinds[i + 1]]
         if neighbours:
             i, j = min(neighbours, key=size)
         else:

@@ -121,6 +121,13 @@ def pose_moments(poses: Mapping[str, np.ndarray]) -> StackedMoments:
     return StackedMoments.from_rows(tuple(poses), pose_rows(poses, tuple(poses)))
 
 
+def gravity_units(T_i0_i: np.ndarray, g_i: np.ndarray) -> np.ndarray:
+    """The unit vectors R_i0_i g_i / |g_i| (..., Q, 3) of stacked poses (..., Q, 4, 4) and
+    gravity vectors (..., Q, 3), each stack's contiguous."""
+    h = np.einsum("...kij,...kj->...ki", T_i0_i[..., :3, :3], g_i)
+    return np.ascontiguousarray(h / np.linalg.norm(h, axis=-1, keepdims=True))
+
+
 @dataclass
 class HomeGravity:
     """A robot's gravity direction in its fixed home frame: the mean of R_i0_i g_i / |g_i|.
@@ -155,8 +162,10 @@ class HomeGravity:
         if len(T_i0_i) == 1:
             self.add(T_i0_i[0], g_i[0])
             return
-        h = np.einsum("kij,kj->ki", T_i0_i[:, :3, :3], g_i)
-        u = h / np.linalg.norm(h, axis=1, keepdims=True)
+        self.add_units(gravity_units(T_i0_i, g_i))
+
+    def add_units(self, u: np.ndarray) -> None:
+        """``add`` for the directions u (Q, 3) of ``gravity_units``."""
         self.total += u.sum(axis=0)
         self.outer += u.T @ u
         self.count += len(u)

@@ -30,7 +30,7 @@ from . import statics as st
 from .correlated_noise import pooled_inflation, variance_inflation
 from .estimate import Evidence, TeamEstimate, assemble_estimate
 from .external_wrench import SegmentStore, judge_segments, judgement_evidence
-from .online import _PhaseDetector
+from .online import PHASE_NAMES, _PhaseDetector
 from .settings import EstimatorSettings
 
 
@@ -80,7 +80,7 @@ def detect_phases(series: Mapping[str, GraspSeries], settings: EstimatorSettings
     ids = list(series)
     V = np.stack([series[r].V_i for r in ids], axis=1)
     dV = np.stack([series[r].dV_i for r in ids], axis=1)
-    return detector(V, dV)
+    return PHASE_NAMES[detector(V, dV)]
 
 
 def _phases(recording: Recording, settings: EstimatorSettings) -> np.ndarray:

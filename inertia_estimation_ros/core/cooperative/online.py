@@ -51,6 +51,7 @@ import numpy as np
 from ..regressor import body_regressor
 from ..samples import GraspSample, SetBlock
 from ..signals import CausalLowpass
+from ..spatial import cross
 from .correlated_noise import BlockSums, pooled_block_inflation
 from .diagnostics import covariance_from_information
 from .dynamics import (
@@ -76,6 +77,7 @@ from .grasp_kinematics import (
     clock_sensitivity,
     consensus_map,
     consensus_noise,
+    gravity_units,
     noise_precision,
     pose_rate_rows,
     quantization_covariance,
@@ -88,6 +90,8 @@ from .grasp_kinematics import (
 from .settings import EstimatorSettings
 
 PHASES = ("static", "moving", "transition")
+STATIC, MOVING, TRANSITION, REJECTED = range(4)  # phase codes: PHASE_NAMES[code]
+PHASE_NAMES = np.array([*PHASES, "rejected"])
 PHASE_GROUPS = ("static", "dynamic")  # noise groups of the wrench fit
 MAX_STILL_STRETCHES = 64  # still stretches kept apart for the quantization covariance
 
@@ -128,7 +132,8 @@ class _PhaseDetector:
         self.still = 0
 
     def __call__(self, V: np.ndarray, dV: np.ndarray) -> np.ndarray:
-        """Phases (Q,) of consecutive sets: V, dV (Q, N, 6), oldest first."""
+        """Phase codes (Q,) of consecutive sets (STATIC, MOVING, TRANSITION): V, dV (Q, N, 6),
+        oldest first."""
         parts = np.concatenate([V, dV], axis=2).reshape(V.shape[0], V.shape[1], 4, 3)
         norms = np.sqrt(np.einsum("qrkj,qrkj->qrk", parts, parts))  # (omega, v, alpha, a)
         speeds = np.abs(self.lowpass.block(norms)).max(axis=1)
@@ -138,7 +143,7 @@ class _PhaseDetector:
         still = np.where(restart < 0, self.still + rows + 1, rows - restart)
         self.still = int(still[-1]) if len(still) else self.still
         moving = speeds[:, 0] > self.settings.moving_angular_speed
-        return np.where(still >= self.needed, "static", np.where(moving, "moving", "transition"))
+        return np.where(still >= self.needed, STATIC, np.where(moving, MOVING, TRANSITION))
 
 
 class TeamEstimator:
@@ -266,7 +271,7 @@ class TeamEstimator:
         if reason:
             return self._reject(reason)
         phase = self._accumulate(SetBlock.from_sets([samples], self.robot_ids))[0]
-        return UpdateResult(True, "", str(phase))
+        return UpdateResult(True, "", PHASES[phase])
 
     def update_block(self, block: SetBlock) -> BlockResult:
         """``update`` for Q sets at once (``SetBlock``, robots in this estimator's order): the
@@ -280,51 +285,51 @@ class TeamEstimator:
         if self._frozen:
             return BlockResult(np.zeros(len(block), bool), np.full(len(block), "frozen"))
         accepted = np.zeros(len(block), dtype=bool)
-        phases = np.full(len(block), "rejected", dtype=object)
+        phases = np.full(len(block), REJECTED)
         start = 0
         while start < len(block):
-            rest = block.rows(slice(start, None))
+            rest = block.rows(slice(start, None)) if start else block
             good = self._acceptable(rest)
             if good[0]:
                 run = len(good) if good.all() else int(np.argmin(good))
-                phases[start : start + run] = self._accumulate(rest.rows(slice(0, run)))
+                part = rest.rows(slice(0, run)) if run < len(rest) else rest
+                phases[start : start + run] = self._accumulate(part)
                 accepted[start : start + run] = True
             else:  # through ``update``: its reason, or accepted if only the fast check failed
                 result, run = self.update(rest.set_at(0)), 1
-                accepted[start], phases[start] = result.accepted, result.phase
+                accepted[start] = result.accepted
+                phases[start] = PHASES.index(result.phase) if result.accepted else REJECTED
             start += run
-        return BlockResult(accepted, phases.astype(str))
+        return BlockResult(accepted, PHASE_NAMES[phases])
 
     def _acceptable(self, block: SetBlock) -> np.ndarray:
         """Per set, as array operations: it passes every check of ``_check`` and has the
         first set's flags (False where unsure: ``update`` then checks that set alone)."""
-        R = block.T_i0_i[:, :, :3, :3]
-        sensed = np.repeat(np.stack([block.has_torque, block.has_force], axis=-1), 3, axis=-1)
-        g_size = np.where(block.has_g, np.abs(block.g_i).sum(axis=-1), 1.0)
-        finite = (
-            np.isfinite(block.T_i0_i).all(axis=(1, 2, 3))
-            & np.isfinite(block.V_i).all(axis=(1, 2))
-            & np.isfinite(block.dV_i).all(axis=(1, 2))
-            & np.isfinite(np.where(sensed, block.F_i, 0.0)).all(axis=(1, 2))
-            & np.isfinite(block.stamps).all(axis=1)
-            & (np.isfinite(g_size) & (g_size >= 1e-6)).all(axis=1)
+        q, R = len(block), block.T_i0_i[:, :, :3, :3]
+        # the first set's flags: a set with other flags is refused below anyway
+        sensed = np.repeat(np.stack([block.has_torque[0], block.has_force[0]], axis=-1), 3, axis=-1)
+        values = [block.T_i0_i, block.V_i, block.dV_i, np.where(sensed, block.F_i, 0.0)]
+        values = np.concatenate([v.reshape(q, -1) for v in values] + [block.stamps], axis=1)
+        g_size = np.abs(np.where(block.has_g[0][:, None], block.g_i, 1.0)).sum(axis=2)
+        finite = np.isfinite(values).all(axis=1) & ((g_size >= 1e-6) & (g_size < np.inf)).all(
+            axis=1
         )
         with np.errstate(invalid="ignore"):
-            gram = np.abs(np.einsum("qkji,qkjl->qkil", R, R) - np.eye(3)).max(axis=(1, 2, 3))
-            det = np.einsum("qki,qki->qk", R[:, :, 0], np.cross(R[:, :, 1], R[:, :, 2]))
+            gram = np.abs(np.einsum("qkji,qkjl->qkil", R, R) - np.eye(3)).reshape(q, -1).max(axis=1)
+            det = np.einsum("qki,qki->qk", R[:, :, 0], cross(R[:, :, 1], R[:, :, 2]))
             rotation = (gram < 1e-6) & (det >= 0).all(axis=1)
             spread = block.stamps.max(axis=1) - block.stamps.min(axis=1)
             ok = finite & rotation & (spread <= self.settings.sync_tolerance)
         flags = np.concatenate([block.has_g, block.has_force, block.has_torque], axis=1)
         ok &= np.all(flags == flags[0], axis=1)
         reference = np.where(ok, block.stamps[:, self._s], -np.inf)
-        before = np.maximum.accumulate(np.r_[self._last_stamp, reference[:-1]])
+        before = np.maximum.accumulate(np.concatenate([[self._last_stamp], reference[:-1]]))
         return ok & (block.stamps[:, self._s] > before)
 
     def _signals(self, block: SetBlock) -> tuple:
         """V, dV, F, g (Q, N, 6/6/6/3) as the statistics take them (input filter applied)."""
         V, dV = block.V_i, block.dV_i
-        F = np.nan_to_num(block.F_i, nan=0.0)
+        F = block.F_i.copy() if np.isfinite(block.F_i).all() else np.nan_to_num(block.F_i, nan=0.0)
         F[:, :, :3] *= block.has_torque[..., None]
         g = np.where(block.has_g[..., None], block.g_i, 0.0)
         if self._input_filter is not None:
@@ -334,12 +339,12 @@ class TeamEstimator:
 
     def _accumulate(self, block: SetBlock) -> np.ndarray:
         """The statistics of sets that passed the checks, all of the same flags (paper 000's
-        moments, per block as matrix products); their phases."""
+        moments, per block as matrix products); their phase codes."""
         q, n = len(block), len(self.robot_ids)
         V, dV, F, g = self._signals(block)
         T = block.T_i0_i
         phases = self._detector(V, dV)
-        moving, static = phases == "moving", phases == "static"
+        moving, static = phases == MOVING, phases == STATIC
         z, dz = V.reshape(q, 6 * n), dV.reshape(q, 6 * n)
         poses = np.concatenate([T[:, :, :3, :3].reshape(q, n, 9), T[:, :, :3, 3]], axis=2)
         y = np.concatenate([poses.reshape(q, 12 * n), np.ones((q, 1))], axis=1)
@@ -360,8 +365,7 @@ class TeamEstimator:
             rate = pose_rate_rows(T[:, k], V[:, k])
             D += (weights[:, None] * np.concatenate([y, rate], axis=1)).T @ rate
         has_g = block.has_g[0]
-        for k in np.flatnonzero(has_g):
-            self._gravity[self.robot_ids[k]].add_batch(T[:, k], g[:, k])
+        self._add_gravity(T, g, has_g)
         self._no_force |= {
             r for r, f in zip(self.robot_ids, block.has_force[0], strict=True) if not f
         }
@@ -370,6 +374,17 @@ class TeamEstimator:
         if not self._no_force and has_g.any():
             self._add_wrench(block, phases, V, dV, F, g)
         return phases
+
+    def _add_gravity(self, T: np.ndarray, g: np.ndarray, has_g: np.ndarray) -> None:
+        """Every robot's gravity directions in its home frame (``HomeGravity``), at once."""
+        robots = np.flatnonzero(has_g)
+        if len(T) == 1:  # one set: ``add``
+            for k in robots:
+                self._gravity[self.robot_ids[k]].add_batch(T[:, k], g[:, k])
+            return
+        units = gravity_units(T[:, robots].swapaxes(0, 1), g[:, robots].swapaxes(0, 1))
+        for k, u in zip(robots, units, strict=True):
+            self._gravity[self.robot_ids[k]].add_units(u)
 
     def _add_kinematic(self, kind: str, X: np.ndarray) -> np.ndarray:
         """Twist or pose rows (Q, dim) into their moments (and, for the fit's source, the
@@ -442,7 +457,7 @@ class TeamEstimator:
         if self._segments is None:
             self._segments = SegmentStore(self.robot_ids, block.has_torque[0], self.settings)
         Y = body_regressor(V_s, dV_s, g_s)
-        static = phases == "static"
+        static = phases == STATIC
         if static.any():
             tilt = g_s[static]
             self._tilts += (tilt / np.einsum("qi,qi->q", tilt, tilt)[:, None]).T @ tilt

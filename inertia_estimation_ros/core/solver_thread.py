@@ -11,15 +11,21 @@ the update thread still gets Python's interpreter at least every switch interval
 from __future__ import annotations
 
 import threading
+from collections import deque
 from typing import Any
 
 from .team_pipeline import SolveJob
 
 
 class SolverThread:
-    """One ``SolveJob`` at a time on a daemon thread; ``tag`` travels with its job."""
+    """One ``SolveJob`` at a time on a daemon thread; ``tag`` travels with its job.
+    ``pid``, ``restarts`` and ``events`` are ``SolverProcess``'s: no process, never restarted."""
+
+    pid = None
+    restarts = 0
 
     def __init__(self, name: str = "solver") -> None:
+        self.events: deque[str] = deque()
         self._lock = threading.Condition()
         self._job: tuple[SolveJob, Any] | None = None  # submitted, not run yet
         self._done: tuple[SolveJob, Any] | None = None  # run, not taken yet

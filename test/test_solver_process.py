@@ -1,17 +1,28 @@
 """Solves in a process of their own (``core.solver_process.SolverProcess``): the same estimates
 as the solver thread bit for bit, warm starts adopted across the two processes; a killed child
-is reported and replaced; shutdown leaves no process behind."""
+is reported and replaced; shutdown leaves no process behind. Then the same for
+``coordinator_node`` as its own process over DDS (hard timeouts, no timed assertions)."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 import signal
-import time
 
 import numpy as np
 import pytest
+import rclpy
 from coordinator_data import ROBOTS, team_session
+from coordinator_graph import (
+    CoordinatorProcess,
+    Listener,
+    TeamPublisher,
+    start,
+    team_messages,
+    wait_for,
+)
+from rclpy.context import Context
+from rclpy.node import Node
 
 from inertia_estimation_ros.core.solver_process import SolverDiedError, SolverProcess
 from inertia_estimation_ros.core.solver_thread import SolverThread
@@ -19,6 +30,7 @@ from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipe
 
 SETTINGS = PipelineSettings(estimate_clock_offsets=False)
 TIMEOUT = 120.0  # [s] for a solve on the loaded test machine (its child's start-up included)
+SLOW = 60.0  # [s] generous bound for each wait of the DDS tests
 
 
 def fed(series: dict, k_range: range, pipeline: TeamPipeline | None = None) -> TeamPipeline:
@@ -91,28 +103,35 @@ def test_the_process_gives_the_threads_estimates_bit_for_bit(process):
 
 
 @pytest.mark.timeout(600)
-def test_a_killed_solver_process_fails_its_solve_and_is_replaced(process):
+def test_a_killed_solver_process_is_replaced_and_its_solve_run_again_once(process):
     series = team_session(offsets=False)[2]
     pipeline = fed(series, range(len(series["robot_1"])))
     expected = solved(process, pipeline, full=True)
+    # killed during a solve (or before it starts: the same): run again on a new child
     first = process.pid
     process.submit(pipeline.start_solve(full=True))
-    os.kill(first, signal.SIGKILL)  # during the solve (or before it starts: the same)
+    os.kill(first, signal.SIGKILL)
+    assert process.wait(TIMEOUT)
+    assert same(pipeline.finish_solve(process.take()[0]), expected)
+    assert process.restarts == 1 and process.pid != first
+    assert "during a solve (killed by signal 9)" in process.events.popleft()
+    # killed again while it runs the job again: the solve fails, the last estimate stays,
+    # the estimator solves again next time
+    process.submit(pipeline.start_solve(full=True))
+    os.kill(process.pid, signal.SIGKILL)
+    assert wait_for(lambda: process.restarts == 2, TIMEOUT)
+    os.kill(process.pid, signal.SIGKILL)
     assert process.wait(TIMEOUT)
     job, _ = process.take()
-    assert isinstance(job.results["full"], SolverDiedError)
-    assert process.restarts == 1 and process.pid != first
-    assert "killed by signal 9" in process.events.popleft()
-    # the last estimate stays; the estimator solves again next time
-    assert pipeline.finish_solve(job) is expected
+    assert isinstance(job.results["full"], SolverDiedError) and process.restarts == 3
+    assert pipeline.finish_solve(job) is pipeline.last_estimate
     assert pipeline.full.estimator._dirty
-    assert same(solved(process, pipeline, full=True).theta, expected.theta)
+    process.events.clear()
+    assert same(solved(process, pipeline, full=True), expected)
     # a child that dies while idle is replaced too
     os.kill(process.pid, signal.SIGKILL)
-    deadline = time.monotonic() + TIMEOUT
-    while process.restarts < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert process.restarts == 2 and "while idle" in process.events.popleft()
+    assert wait_for(lambda: process.restarts == 4, TIMEOUT)
+    assert process.restarts == 4 and "while idle" in process.events.popleft()
     assert np.array_equal(solved(process, pipeline, full=True).theta, expected.theta)
 
 
@@ -131,3 +150,70 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+@pytest.mark.timeout(300)
+def test_the_child_ignores_ctrl_c(process):
+    """Ctrl-C reaches the terminal's whole process group: the parent closes the child (once
+    it serves: a child still starting up dies of it, and is replaced)."""
+    pipeline = fed(team_session(offsets=False)[2], range(400))
+    expected = solved(process, pipeline, full=True)
+    os.kill(process.pid, signal.SIGINT)
+    assert same(solved(process, pipeline, full=True), expected)
+    assert process.restarts == 0
+
+
+@pytest.fixture
+def graph():
+    context = Context()
+    rclpy.init(context=context)
+    listener = Listener(context=context)
+    group = start(context, listener)
+    yield listener, Node("team", context=context)
+    group.stop()
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+def solver_pid(listener: Listener) -> int:
+    assert wait_for(lambda: listener.value("worker", "solver process", ""), SLOW)
+    return int(listener.value("worker", "solver process"))
+
+
+@pytest.mark.timeout(300)
+def test_the_coordinator_reports_and_replaces_a_killed_solver_process(tmp_path, graph):
+    """Killed: logged, counted on /diagnostics (WARN), replaced, and the estimates go on;
+    SIGTERM ends the node and its solver process."""
+    listener, team = graph
+    node = CoordinatorProcess(tmp_path)
+    child = solver_pid(listener)
+    assert parent_of(child) == node.process.pid and listener.level("worker") == "OK"
+    os.kill(child, signal.SIGKILL)
+    assert wait_for(lambda: listener.value("worker", "solver restarts") == "1", SLOW)
+    assert listener.level("worker") == "WARN"
+    replaced = solver_pid(listener)
+    assert replaced != child and parent_of(replaced) == node.process.pid
+    publisher = TeamPublisher(team, team_messages(), loop=True).start()
+    try:
+        assert wait_for(lambda: listener.estimates and listener.estimates[-1].grasps_valid, SLOW)
+    finally:
+        publisher.join()
+        assert node.stop() == 0
+    assert not _alive(replaced)
+    log = node.log.read_text()  # while idle or during one of the solves every 0.2 s
+    assert "ERROR" in log and "the solver process ended" in log and "(killed by signal 9)" in log
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("how", ["SIGINT", "SIGKILL"])
+def test_no_solver_process_outlives_its_coordinator(tmp_path, graph, how):
+    """Ctrl-C ends both; a killed coordinator's child sees its pipe close and exits."""
+    listener, _ = graph
+    node = CoordinatorProcess(tmp_path)
+    child = solver_pid(listener)
+    node.process.send_signal(getattr(signal, how))
+    node.process.wait(SLOW)
+    assert wait_for(lambda: not _alive(child), SLOW)

@@ -12,9 +12,10 @@ answer with the GIL released, and makes the job done: its results and each team'
 of the snapshots. ``TeamPipeline.finish_solve`` then takes it as a thread's job: the same
 estimate bit for bit.
 
-A child that dies (killed, out of memory) is found by the courier: its job is done with a
-``SolverDiedError`` error for each team (the solve failed; the next one starts again), a new child
-is started, and ``restarts`` and ``events`` say so. The child ignores SIGINT (Ctrl-C reaches
+A child that dies (killed, out of memory) is found by the courier and replaced (``restarts``
+and ``events`` say so); the job it was running is run again on the new child, once: if that
+one dies too, the job is done with a ``SolverDiedError`` for each team (the solve failed; the
+estimators solve again next time). The child ignores SIGINT (Ctrl-C reaches
 the whole process group; the parent closes it) and exits when its parent's end of the pipe
 closes, so none outlives the parent by more than the solve under way.
 """
@@ -165,16 +166,20 @@ class SolverProcess:
                 self._lock.notify_all()
 
     def _solve(self, job: SolveJob, data: bytes) -> None:
-        """Run the job in the child; its results and solutions into the job."""
+        """Run the job in the child; its results and solutions into the job. A child that
+        dies during it is replaced and the job run again, once."""
         started = time.perf_counter()
-        try:
-            self._connection.send_bytes(data)
-            results, solutions, seconds = pickle.loads(self._connection.recv_bytes())
-        except (EOFError, OSError):
-            died = self._restart("during a solve")
-            job.results = {name: SolverDiedError(died) for name in job.teams}
-            job.seconds = time.perf_counter() - started
-            return
+        for attempt in range(2):
+            try:
+                self._connection.send_bytes(data)
+                results, solutions, seconds = pickle.loads(self._connection.recv_bytes())
+                break
+            except (EOFError, OSError):
+                died = self._restart("during a solve")
+                if attempt or self._closed:
+                    job.results = {name: SolverDiedError(died) for name in job.teams}
+                    job.seconds = time.perf_counter() - started
+                    return
         job.results, job.seconds = results, seconds
         job.snapshots = solutions
 
@@ -190,7 +195,7 @@ class SolverProcess:
         self.restarts += 1
         message = (
             f"the solver process ended {when} ({how}); a new one (pid {self._process.pid}) "
-            "takes the next solve"
+            "takes over (a solve under way is run again, once)"
         )
         self.events.append(message)
         return message

@@ -36,8 +36,8 @@ def gated_coordinator(context: Context) -> tuple[CoordinatorNode, threading.Even
     )
     armed, gate, start_solve = threading.Event(), threading.Event(), node.pipeline.start_solve
 
-    def slow_start(full: bool = False):
-        job = start_solve(full)
+    def slow_start(full: bool = False, copy: bool = True):
+        job = start_solve(full, copy)
         if armed.is_set() and full:  # ~/estimate_now's solve
             run = job.run
 

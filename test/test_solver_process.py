@@ -46,7 +46,7 @@ def fed(series: dict, k_range: range, pipeline: TeamPipeline | None = None) -> T
 
 def solved(solver, pipeline: TeamPipeline, full: bool = False):
     """The estimate of one solve on ``solver``, finished by the pipeline."""
-    solver.submit(pipeline.start_solve(full), "tag")
+    solver.submit(pipeline.start_solve(full, copy=not solver.copies_on_submit), "tag")
     assert solver.wait(TIMEOUT)
     job, tag = solver.take()
     assert tag == "tag" and solver.take() is None and not solver.busy
@@ -109,7 +109,7 @@ def test_a_killed_solver_process_is_replaced_and_its_solve_run_again_once(proces
     expected = solved(process, pipeline, full=True)
     # killed during a solve (or before it starts: the same): run again on a new child
     first = process.pid
-    process.submit(pipeline.start_solve(full=True))
+    process.submit(pipeline.start_solve(full=True, copy=False))
     os.kill(first, signal.SIGKILL)
     assert process.wait(TIMEOUT)
     assert same(pipeline.finish_solve(process.take()[0]), expected)
@@ -117,7 +117,7 @@ def test_a_killed_solver_process_is_replaced_and_its_solve_run_again_once(proces
     assert "during a solve (killed by signal 9)" in process.events.popleft()
     # killed again while it runs the job again: the solve fails, the last estimate stays,
     # the estimator solves again next time
-    process.submit(pipeline.start_solve(full=True))
+    process.submit(pipeline.start_solve(full=True, copy=False))
     os.kill(process.pid, signal.SIGKILL)
     assert wait_for(lambda: process.restarts == 2, TIMEOUT)
     os.kill(process.pid, signal.SIGKILL)

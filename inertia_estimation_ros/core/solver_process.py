@@ -5,12 +5,12 @@ A solve on a thread shares Python's GIL with the threads that take the samples a
 the external wrench: each time they let go of it (a syscall, a small numpy copy) the solve
 may keep it for a whole switch interval. ``SolverProcess`` runs the solves in a long-lived
 child process started once (``spawn``: never a ``fork`` of a process that has DDS threads),
-on one BLAS thread. ``submit`` pickles the job's snapshots (``TeamPipeline.start_solve``)
-and hands the bytes to a courier thread, which writes them to the child, waits for its
-answer with the GIL released, and makes the job done: its results and each team's
-``Solution`` (what ``TeamEstimator.adopt`` takes, far smaller than the statistics) in place
-of the snapshots. ``TeamPipeline.finish_solve`` then takes it as a thread's job: the same
-estimate bit for bit.
+on one BLAS thread. ``submit`` pickles the job's snapshots (``TeamPipeline.start_solve``,
+no deep copy needed) and hands the bytes to a courier thread, which writes them to the
+child, waits for its answer with the GIL released, and makes the job done: its results and
+each team's ``Solution`` (what ``TeamEstimator.adopt`` takes, far smaller than the
+statistics) in place of the snapshots. ``TeamPipeline.finish_solve`` then takes it as a
+thread's job: the same estimate bit for bit.
 
 A child that dies (killed, out of memory) is found by the courier and replaced (``restarts``
 and ``events`` say so); the job it was running is run again on the new child, once: if that
@@ -74,6 +74,8 @@ class SolverProcess:
     its job. ``restarts`` counts the children that died and were replaced; ``events`` says
     why (read and cleared by the owner)."""
 
+    copies_on_submit = True
+
     def __init__(self, name: str = "solver") -> None:
         self.name = name
         self._context = multiprocessing.get_context("spawn")
@@ -100,7 +102,8 @@ class SolverProcess:
 
     def submit(self, job: SolveJob, tag: Any = None) -> None:
         """Pickle the job's snapshots now (the caller goes on changing its estimators) and
-        hand them to the courier."""
+        hand them to the courier. The snapshots need not be copies (``copies_on_submit``:
+        ``TeamPipeline.start_solve(copy=False)`` spares the deep copy)."""
         snapshots = {name: job.snapshots[name] for name in job.teams}
         data = pickle.dumps((job.full, snapshots), pickle.HIGHEST_PROTOCOL)
         with self._lock:

@@ -19,10 +19,12 @@ from .team_pipeline import SolveJob
 
 class SolverThread:
     """One ``SolveJob`` at a time on a daemon thread; ``tag`` travels with its job.
-    ``pid``, ``restarts`` and ``events`` are ``SolverProcess``'s: no process, never restarted."""
+    ``pid``, ``restarts``, ``events`` and ``copies_on_submit`` are ``SolverProcess``'s: no
+    process, never restarted, solves the job's estimators as they are."""
 
     pid = None
     restarts = 0
+    copies_on_submit = False  # its jobs need copies (``TeamPipeline.start_solve(copy=True)``)
 
     def __init__(self, name: str = "solver") -> None:
         self.events: deque[str] = deque()

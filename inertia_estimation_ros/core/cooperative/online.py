@@ -485,11 +485,13 @@ class TeamEstimator:
         """Force a full solve from scratch now (also while frozen)."""
         return self._solve(full=True)
 
-    def snapshot(self) -> TeamEstimator:
+    def snapshot(self, deep: bool = True) -> TeamEstimator:
         """A copy of this estimator to solve on another thread (``estimate``/``estimate_now``)
         while this one goes on accumulating; hand it back to ``adopt``. This one counts as
-        solved from now on (``mark_unsolved`` if the copy's solve fails)."""
-        copied = copy.deepcopy(self)
+        solved from now on (``mark_unsolved`` if the copy's solve fails). Not ``deep``: a
+        shallow copy that shares the statistics, for a caller that copies it at once (pickles
+        it for a process) before this one takes another sample."""
+        copied = copy.deepcopy(self) if deep else copy.copy(self)
         self._dirty = False
         return copied
 

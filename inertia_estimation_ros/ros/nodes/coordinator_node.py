@@ -50,7 +50,7 @@ from ...core.cooperative.grasp_kinematics import ROBUST_LOSSES
 from ...core.cooperative.settings import KINEMATICS_SOURCES
 from ...core.solver_process import SolverProcess
 from ...core.solver_thread import SolverThread
-from ...core.team_pipeline import PipelineSettings, Status, TeamPipeline
+from ...core.team_pipeline import PipelineSettings, SolveJob, Status, TeamPipeline
 from ...msg import GraspState, GraspStateArray, PayloadEstimate
 from ..conversions import to_payload_estimate
 from ..external_wrench_output import PARAMETERS as EXTERNAL_WRENCH_PARAMETERS
@@ -560,7 +560,7 @@ class CoordinatorNode(Node):
             self._run_command(command, result)
             return False
         if due and time.monotonic() >= self._solve_allowed:
-            self._solver.submit(self.pipeline.start_solve())
+            self._solver.submit(self._start_solve_job(full=False))
             return True
         return False
 
@@ -666,7 +666,11 @@ class CoordinatorNode(Node):
     def _start_solve(self, command: tuple[str, Future]) -> None:
         """Start the solve of a command (from scratch for ``estimate_now``)."""
         self._solving_command = command
-        self._solver.submit(self.pipeline.start_solve(full=command[0] == "estimate_now"))
+        self._solver.submit(self._start_solve_job(full=command[0] == "estimate_now"))
+
+    def _start_solve_job(self, full: bool) -> SolveJob:
+        """The pipeline's job, its estimators copied unless the solver copies them itself."""
+        return self.pipeline.start_solve(full, copy=not self._solver.copies_on_submit)
 
     def _execute(self, command: str) -> None:
         pipeline = self.pipeline

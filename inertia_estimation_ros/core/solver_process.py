@@ -25,8 +25,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import multiprocessing
+import os
 import pickle
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -35,11 +37,15 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
+from .solver_thread import JobSlot
 from .team_pipeline import SolveJob
 
 PIPE_BYTES = 1 << 20  # pipe buffer asked for (Linux caps it at /proc/sys/fs/pipe-max-size)
 HEALTH_PERIOD = 1.0  # [s] between checks that an idle child is alive
-STOP_TIMEOUT = 5.0  # [s] for a child to exit once its pipe closed, before it is killed
+# [s] for an idle child to exit once its pipe closed, before it is killed (one still starting
+# up reads its pipe only when it is ready; it holds nothing either)
+STOP_TIMEOUT = 0.5
+REAP_TIMEOUT = 5.0  # [s] for a child whose pipe broke to finish dying (its exit code)
 
 
 class SolverDiedError(RuntimeError):
@@ -55,7 +61,7 @@ def serve(connection: Connection) -> None:
             try:
                 full, snapshots = pickle.loads(connection.recv_bytes())
             except EOFError:
-                return
+                _exit()
             job = SolveJob({name: (None, e) for name, e in snapshots.items()}, full)
             try:
                 job.run()  # errors of the solve are its results; others end in the job
@@ -66,10 +72,18 @@ def serve(connection: Connection) -> None:
             try:
                 connection.send_bytes(reply)
             except OSError:  # the parent is gone
-                return
+                _exit()
 
 
-class SolverProcess:
+def _exit() -> None:
+    """End the child now: it holds nothing to clean up, and the interpreter's own clean-up of
+    numpy, scipy and the solvers takes seconds on a loaded machine (the parent waits for it)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+class SolverProcess(JobSlot):
     """One ``SolveJob`` at a time in a child process (module docstring); ``tag`` travels with
     its job. ``restarts`` counts the children that died and were replaced; ``events`` says
     why (read and cleared by the owner)."""
@@ -77,13 +91,9 @@ class SolverProcess:
     copies_on_submit = True
 
     def __init__(self, name: str = "solver") -> None:
+        super().__init__()
         self.name = name
         self._context = multiprocessing.get_context("spawn")
-        self._lock = threading.Condition()
-        self._job: tuple[SolveJob, Any, bytes] | None = None  # submitted, not sent yet
-        self._done: tuple[SolveJob, Any] | None = None  # run, not taken yet
-        self._running = False
-        self._closed = False
         self.restarts = 0
         self.events: deque[str] = deque(maxlen=100)
         self._process, self._connection = self._start_child()
@@ -94,41 +104,17 @@ class SolverProcess:
     def pid(self) -> int | None:
         return self._process.pid
 
-    @property
-    def busy(self) -> bool:
-        """A job is submitted, running, or done and not taken yet."""
-        with self._lock:
-            return self._job is not None or self._running or self._done is not None
-
     def submit(self, job: SolveJob, tag: Any = None) -> None:
         """Pickle the job's snapshots now (the caller goes on changing its estimators) and
         hand them to the courier. The snapshots need not be copies (``copies_on_submit``:
         ``TeamPipeline.start_solve(copy=False)`` spares the deep copy)."""
         snapshots = {name: job.snapshots[name] for name in job.teams}
-        data = pickle.dumps((job.full, snapshots), pickle.HIGHEST_PROTOCOL)
-        with self._lock:
-            if self._job is not None or self._running or self._done is not None:
-                raise RuntimeError("the solver is busy: take() its job first")
-            self._job = (job, tag, data)
-            self._lock.notify_all()
-
-    def take(self) -> tuple[SolveJob, Any] | None:
-        """The job that has run and its tag, once; None while there is none."""
-        with self._lock:
-            done, self._done = self._done, None
-            return done
-
-    def wait(self, timeout: float) -> bool:
-        """Block until no job is submitted or running (True) or ``timeout`` seconds passed."""
-        with self._lock:
-            return self._lock.wait_for(lambda: self._job is None and not self._running, timeout)
+        self._put((job, tag, pickle.dumps((job.full, snapshots), pickle.HIGHEST_PROTOCOL)))
 
     def close(self, timeout: float) -> None:
         """Let the job under way finish (up to ``timeout`` s); run no other; end the child
         (killed if it does not exit)."""
-        with self._lock:
-            self._closed = True
-            self._lock.notify_all()
+        self._close()
         self._courier.join(timeout)
         self._stop_child()
 
@@ -145,6 +131,7 @@ class SolverProcess:
         return process, ours
 
     def _stop_child(self) -> None:
+        """Close the pipe (a serving child exits); kill a child that does not exit at once."""
         self._connection.close()
         self._process.join(STOP_TIMEOUT)
         if self._process.is_alive():
@@ -152,21 +139,14 @@ class SolverProcess:
             self._process.join(STOP_TIMEOUT)
 
     def _loop(self) -> None:
-        while True:
-            with self._lock:
-                self._lock.wait_for(lambda: self._job is not None or self._closed, HEALTH_PERIOD)
-                if self._closed:
-                    return
-                job, tag, data = self._job or (None, None, b"")
-                self._job, self._running = None, job is not None
-            if job is None:
-                if not self._process.is_alive():
-                    self._restart("while idle")
-                continue
-            self._solve(job, data)
-            with self._lock:
-                self._done, self._running = (job, tag), False
-                self._lock.notify_all()
+        while not self._closed:
+            entry = self._next(HEALTH_PERIOD)
+            if entry is not None:
+                job, tag, data = entry
+                self._solve(job, data)
+                self._finish(job, tag)
+            elif not self._closed and not self._process.is_alive():
+                self._restart("while idle")
 
     def _solve(self, job: SolveJob, data: bytes) -> None:
         """Run the job in the child; its results and solutions into the job. A child that
@@ -188,7 +168,7 @@ class SolverProcess:
 
     def _restart(self, when: str) -> str:
         """Replace a dead child; returns what happened."""
-        self._process.join(STOP_TIMEOUT)
+        self._process.join(REAP_TIMEOUT)
         code = self._process.exitcode
         how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit {code}"
         self._connection.close()

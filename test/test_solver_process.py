@@ -189,19 +189,24 @@ def test_the_coordinator_reports_and_replaces_a_killed_solver_process(tmp_path, 
     SIGTERM ends the node and its solver process."""
     listener, team = graph
     node = CoordinatorProcess(tmp_path)
-    child = solver_pid(listener)
-    assert parent_of(child) == node.process.pid and listener.level("worker") == "OK"
-    os.kill(child, signal.SIGKILL)
-    assert wait_for(lambda: listener.value("worker", "solver restarts") == "1", SLOW)
-    assert listener.level("worker") == "WARN"
-    replaced = solver_pid(listener)
-    assert replaced != child and parent_of(replaced) == node.process.pid
-    publisher = TeamPublisher(team, team_messages(), loop=True).start()
     try:
-        assert wait_for(lambda: listener.estimates and listener.estimates[-1].grasps_valid, SLOW)
-    finally:
-        publisher.join()
+        child = solver_pid(listener)
+        assert parent_of(child) == node.process.pid and listener.level("worker") == "OK"
+        os.kill(child, signal.SIGKILL)
+        assert wait_for(lambda: listener.value("worker", "solver restarts") == "1", SLOW)
+        assert listener.level("worker") == "WARN"
+        replaced = solver_pid(listener)
+        assert replaced != child and parent_of(replaced) == node.process.pid
+        publisher = TeamPublisher(team, team_messages(), loop=True).start()
+        try:
+            assert wait_for(
+                lambda: listener.estimates and listener.estimates[-1].grasps_valid, SLOW
+            )
+        finally:
+            publisher.join()
         assert node.stop() == 0
+    finally:
+        node.stop()  # no node left behind by a failed assertion
     assert not _alive(replaced)
     log = node.log.read_text()  # while idle or during one of the solves every 0.2 s
     assert "ERROR" in log and "the solver process ended" in log and "(killed by signal 9)" in log
@@ -213,7 +218,10 @@ def test_no_solver_process_outlives_its_coordinator(tmp_path, graph, how):
     """Ctrl-C ends both; a killed coordinator's child sees its pipe close and exits."""
     listener, _ = graph
     node = CoordinatorProcess(tmp_path)
-    child = solver_pid(listener)
-    node.process.send_signal(getattr(signal, how))
-    node.process.wait(SLOW)
+    try:
+        child = solver_pid(listener)
+        node.process.send_signal(getattr(signal, how))
+        node.process.wait(SLOW)
+    finally:
+        node.stop()
     assert wait_for(lambda: not _alive(child), SLOW)

@@ -484,18 +484,16 @@ def replay_graph(folder: Path) -> Path:
 
 
 def cpu_seconds(children: dict[str, object]) -> dict[str, float]:
-    """CPU time (user + system, s) of each running child process so far (/proc), and of
-    this process."""
-    tick = os.sysconf("SC_CLK_TCK")
+    """CPU time (user + system, s) of each running child process so far (/proc; with its own
+    children: the coordinator's solver process), and of this process."""
+    from bench_coordinator import cpu_seconds as tree_cpu_seconds
+
     spent = {"this monitor": time.process_time()}
     for name, child in children.items():
         try:
-            fields = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            spent[name.strip("/").replace("/robot_node", "")] = tree_cpu_seconds(child.pid)
         except FileNotFoundError:
             continue
-        spent[name.strip("/").replace("/robot_node", "")] = (
-            int(fields[11]) + int(fields[12])
-        ) / tick
     return spent
 
 

@@ -7,7 +7,8 @@ coordinator's /diagnostics. Each robot sends K samples per message (``GraspState
 one ``GraspState`` per sample); ``--batch auto`` (default) takes K = rate / 100 (messages at
 100 Hz), ``--batch 1`` the single-sample message at every rate. Printed per case:
 
-* CPU time per sample: the coordinator process's user + system time over the run divided by
+* CPU time per sample: the coordinator process's user + system time over the run (its solver
+  process's included) divided by
   the samples published (every robot's; callbacks, alignment, estimator updates and the solves
   every ``estimate_period`` included); and divided by the samples accepted (the last column:
   when DDS drops samples, a busy coordinator never pays for them);
@@ -26,6 +27,7 @@ Run: .venv/bin/python bench/bench_coordinator.py [--duration 10] [--batch auto|K
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -136,8 +138,15 @@ class Diagnostics(Node):
 
 
 def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, s) of process ``pid`` and of its children: those running (the
+    coordinator's solver process, recursively) and those it has waited for (/proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime .. cstime
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            with contextlib.suppress(FileNotFoundError):  # it ended meanwhile
+                total += cpu_seconds(int(child))
+    return total
 
 
 def start_coordinator(folder: Path, ids: tuple, rate: float) -> subprocess.Popen:

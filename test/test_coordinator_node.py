@@ -73,6 +73,7 @@ def test_the_coordinator_has_the_topics_and_services_of_its_interface(ros_contex
         ({"max_gap": -1.0}, r"max_gap.*expected a double in \[0.001, 10\]"),
         ({"grasp_frame": "grasp"}, "must contain {robot}"),
         ({"kinematics_source": "encoders"}, "must be one of poses, twists"),
+        ({"solver": "fork"}, "must be one of process, thread"),
         ({"payload_grasp_frame": "{robot}/grasp"}, r"none a robot's own grasp frame"),
         ({"payload_frame": "payload/principal_axes"}, "must be distinct"),
         ({"payload_grasp_frame": "payload/grasp"}, "must contain {robot}"),

@@ -24,18 +24,20 @@ ROBOTS = ["robot_1", "robot_2", "robot_3"]
 
 def gated_coordinator(context: Context) -> tuple[CoordinatorNode, threading.Event, threading.Event]:
     """A coordinator whose next ~/estimate_now solve, once ``armed``, clears ``armed`` and waits
-    for ``gate`` (a solve that takes long)."""
+    for ``gate`` (a solve that takes long). Its solves run on a thread (the gate is in this
+    process); the worker and the executor do not depend on where they run."""
     node = CoordinatorNode(
         context=context,
         parameter_overrides=[
             Parameter("robots", value=ROBOTS),
             Parameter("estimate_period", value=60.0),
+            Parameter("solver", value="thread"),
         ],
     )
     armed, gate, start_solve = threading.Event(), threading.Event(), node.pipeline.start_solve
 
-    def slow_start(full: bool = False):
-        job = start_solve(full)
+    def slow_start(full: bool = False, copy: bool = True):
+        job = start_solve(full, copy)
         if armed.is_set() and full:  # ~/estimate_now's solve
             run = job.run
 

@@ -11,35 +11,29 @@ the update thread still gets Python's interpreter at least every switch interval
 from __future__ import annotations
 
 import threading
+from collections import deque
 from typing import Any
 
 from .team_pipeline import SolveJob
 
 
-class SolverThread:
-    """One ``SolveJob`` at a time on a daemon thread; ``tag`` travels with its job."""
+class JobSlot:
+    """One job at a time between the pipeline's thread (``submit``, ``take``) and a thread
+    that runs it (``_next``, ``_finish``): submitted, running, then done until taken. ``tag``
+    travels with its job."""
 
-    def __init__(self, name: str = "solver") -> None:
+    def __init__(self) -> None:
         self._lock = threading.Condition()
-        self._job: tuple[SolveJob, Any] | None = None  # submitted, not run yet
+        self._job: tuple | None = None  # submitted, not run yet: (job, tag, ...)
         self._done: tuple[SolveJob, Any] | None = None  # run, not taken yet
         self._running = False
         self._closed = False
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
 
     @property
     def busy(self) -> bool:
         """A job is submitted, running, or done and not taken yet."""
         with self._lock:
             return self._job is not None or self._running or self._done is not None
-
-    def submit(self, job: SolveJob, tag: Any = None) -> None:
-        with self._lock:
-            if self._job is not None or self._running or self._done is not None:
-                raise RuntimeError("the solver is busy: take() its job first")
-            self._job = (job, tag)
-            self._lock.notify_all()
 
     def take(self) -> tuple[SolveJob, Any] | None:
         """The job that has run and its tag, once; None while there is none."""
@@ -52,25 +46,63 @@ class SolverThread:
         with self._lock:
             return self._lock.wait_for(lambda: self._job is None and not self._running, timeout)
 
-    def close(self, timeout: float) -> None:
-        """Let the job under way finish (up to ``timeout`` s); run no other."""
+    def _put(self, entry: tuple) -> None:
+        with self._lock:
+            if self._job is not None or self._running or self._done is not None:
+                raise RuntimeError("the solver is busy: take() its job first")
+            self._job = entry
+            self._lock.notify_all()
+
+    def _next(self, timeout: float | None = None) -> tuple | None:
+        """The next submitted entry, now running; None once closed, or after ``timeout``
+        seconds without one."""
+        with self._lock:
+            self._lock.wait_for(lambda: self._job is not None or self._closed, timeout)
+            if self._closed or self._job is None:
+                return None
+            entry, self._job, self._running = self._job, None, True
+            return entry
+
+    def _finish(self, job: SolveJob, tag: Any) -> None:
+        with self._lock:
+            self._done, self._running = (job, tag), False
+            self._lock.notify_all()
+
+    def _close(self) -> None:
+        """Run no job after the one under way."""
         with self._lock:
             self._closed = True
             self._lock.notify_all()
+
+
+class SolverThread(JobSlot):
+    """One ``SolveJob`` at a time on a daemon thread. ``pid``, ``restarts``, ``events`` and
+    ``copies_on_submit`` are ``SolverProcess``'s: no process, never restarted, solves the
+    job's estimators as they are."""
+
+    pid = None
+    restarts = 0
+    copies_on_submit = False  # its jobs need copies (``TeamPipeline.start_solve(copy=True)``)
+
+    def __init__(self, name: str = "solver") -> None:
+        super().__init__()
+        self.events: deque[str] = deque()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, job: SolveJob, tag: Any = None) -> None:
+        self._put((job, tag))
+
+    def close(self, timeout: float) -> None:
+        """Let the job under way finish (up to ``timeout`` s); run no other."""
+        self._close()
         self._thread.join(timeout)
 
     def _loop(self) -> None:
-        while True:
-            with self._lock:
-                self._lock.wait_for(lambda: self._job is not None or self._closed)
-                if self._closed:
-                    return
-                job, tag = self._job
-                self._job, self._running = None, True
+        while (entry := self._next()) is not None:
+            job, tag = entry
             try:
                 job.run()  # errors of the solve are its results; others end in the job
             except Exception as error:  # handed to the pipeline's thread
                 job.results["full"] = error
-            with self._lock:
-                self._done, self._running = (job, tag), False
-                self._lock.notify_all()
+            self._finish(job, tag)

@@ -617,11 +617,13 @@ class TeamPipeline:
         job.run()
         return self.finish_solve(job)
 
-    def start_solve(self, full: bool = False) -> SolveJob:
+    def start_solve(self, full: bool = False, copy: bool = True) -> SolveJob:
         """Snapshot the estimators for a solve (``SolveJob.run``) on any thread while ``push``
-        and ``process`` go on; ``finish_solve`` on this pipeline's thread takes it back."""
+        and ``process`` go on; ``finish_solve`` on this pipeline's thread takes it back. With
+        ``copy=False`` the job's copies share the live estimators' statistics: for a solver
+        that copies them itself before the next ``push`` (``SolverProcess`` pickles them)."""
         teams = self._solved_teams()
-        snapshots = {name: e.snapshot() for name, (_, e) in teams.items()}
+        snapshots = {name: e.snapshot(copy) for name, (_, e) in teams.items()}
         return SolveJob(teams, full, snapshots, self.updated_at)
 
     def _solved_teams(self) -> dict[str, tuple[_Subteam, TeamEstimator]]:

@@ -106,6 +106,21 @@ class BlockResult:
 
 
 @dataclass(frozen=True)
+class Solution:
+    """What a solve leaves for ``TeamEstimator.adopt`` (``TeamEstimator.solution``): a few
+    hundred kB at N = 16 where the estimator's statistics are megabytes, so that a solve in
+    another process sends back only this. ``verdicts`` maps a wrench segment's (group, start)
+    to its judgement (used, RMS external force, RMS external moment)."""
+
+    kinematics: GraspKinematics | None
+    fit: object  # the parameters' fit, or None
+    groups: dict[str, WrenchMoments]
+    maps: dict[str, np.ndarray]
+    estimate: TeamEstimate | None
+    verdicts: dict[tuple[str, float], tuple[bool, float, float]]
+
+
+@dataclass(frozen=True)
 class UpdateResult:
     """Outcome of one ``update``: accepted or the reason it was not; the detected phase."""
 
@@ -485,11 +500,13 @@ class TeamEstimator:
         """Force a full solve from scratch now (also while frozen)."""
         return self._solve(full=True)
 
-    def snapshot(self) -> TeamEstimator:
+    def snapshot(self, deep: bool = True) -> TeamEstimator:
         """A copy of this estimator to solve on another thread (``estimate``/``estimate_now``)
         while this one goes on accumulating; hand it back to ``adopt``. This one counts as
-        solved from now on (``mark_unsolved`` if the copy's solve fails)."""
-        copied = copy.deepcopy(self)
+        solved from now on (``mark_unsolved`` if the copy's solve fails). Not ``deep``: a
+        shallow copy that shares the statistics, for a caller that copies it at once (pickles
+        it for a process) before this one takes another sample."""
+        copied = copy.deepcopy(self) if deep else copy.copy(self)
         self._dirty = False
         return copied
 
@@ -497,21 +514,33 @@ class TeamEstimator:
         """The last snapshot's solve did not come back: solve again next time."""
         self._dirty = True
 
-    def adopt(self, solved: TeamEstimator) -> None:
-        """Take a snapshot's solve: the grasps and fit (warm start of the next solve), the
-        maps that weight the samples from now on, the estimate, and the wrench segments'
-        verdicts (matched by group and start: segments may have merged meanwhile)."""
-        self._kinematics, self._fit = solved._kinematics, solved._fit
-        self._groups, self._maps, self._estimate = solved._groups, solved._maps, solved._estimate
-        if self._segments is None or solved._segments is None:
+    def solution(self) -> Solution:
+        """What ``adopt`` takes from this estimator's last solve."""
+        segments = self._segments.segments if self._segments is not None else []
+        verdicts = {
+            (s.group, s.start): (s.used, s.external_force, s.external_moment)
+            for s in segments
+            if s.used is not None
+        }
+        return Solution(
+            self._kinematics, self._fit, self._groups, self._maps, self._estimate, verdicts
+        )
+
+    def adopt(self, solved: TeamEstimator | Solution) -> None:
+        """Take a snapshot's solve (or its ``solution``): the grasps and fit (warm start of the
+        next solve), the maps that weight the samples from now on, the estimate, and the
+        wrench segments' verdicts (matched by group and start: segments may have merged
+        meanwhile)."""
+        if isinstance(solved, TeamEstimator):
+            solved = solved.solution()
+        self._kinematics, self._fit = solved.kinematics, solved.fit
+        self._groups, self._maps, self._estimate = solved.groups, solved.maps, solved.estimate
+        if self._segments is None:
             return
-        verdicts = {(s.group, s.start): s for s in solved._segments.segments}
         for segment in self._segments.segments:
-            judged = verdicts.get((segment.group, segment.start))
-            if judged is not None and judged.used is not None:
-                segment.used = judged.used
-                segment.external_force = judged.external_force
-                segment.external_moment = judged.external_moment
+            judged = solved.verdicts.get((segment.group, segment.start))
+            if judged is not None:
+                segment.used, segment.external_force, segment.external_moment = judged
 
     def _stamped(self, estimate: TeamEstimate) -> TeamEstimate:
         stage = Stage.FROZEN if self._frozen else estimate.stage

@@ -6,9 +6,12 @@ runs on bags without ROS. Subscription callbacks enqueue each message with its a
 while the external wrench output runs, they convert it (``ingest.convert``) and hand its
 samples to it, and the worker reuses that conversion (one per message). A worker thread owns
 the pipeline: it converts what is not converted yet, checks, aligns and updates every
-``update_period``; every ``estimate_period`` it snapshots the statistics for a solve on a
-thread of its own (``core.solver_thread``) and goes on updating: a solve (tens of milliseconds
-to a second at N = 16) never holds up the updates (issue 16). The worker publishes each
+``update_period``; every ``estimate_period`` it snapshots the statistics for a solve in a
+process of its own (``core.solver_process``, started once with the node; ``solver: thread``
+solves on a thread, ``core.solver_thread``) and goes on updating: a solve (tens of
+milliseconds to a second at N = 16) never holds up the updates nor takes the interpreter from
+the callbacks (issue 16). A solver process that dies is reported (log, /diagnostics) and
+replaced; it ends with the node. The worker publishes each
 estimate, TF and markers when its solve is done (the message's ``age`` says how old its newest
 sample was then); every ``diagnostics_period`` it publishes /diagnostics. Both periods run on
 the node's ROS clock (simulation time with ``use_sim_time``: a paused replay pauses them, a
@@ -45,8 +48,9 @@ from visualization_msgs.msg import MarkerArray
 from ...core.cooperative import TeamEstimate
 from ...core.cooperative.grasp_kinematics import ROBUST_LOSSES
 from ...core.cooperative.settings import KINEMATICS_SOURCES
+from ...core.solver_process import SolverProcess
 from ...core.solver_thread import SolverThread
-from ...core.team_pipeline import PipelineSettings, Status, TeamPipeline
+from ...core.team_pipeline import PipelineSettings, SolveJob, Status, TeamPipeline
 from ...msg import PayloadEstimate
 from ..conversions import to_payload_estimate
 from ..external_wrench_output import PARAMETERS as EXTERNAL_WRENCH_PARAMETERS
@@ -74,12 +78,13 @@ TEAM_QUIET = 5.0
 GRASP_QOS = QoSProfile(
     depth=1000, reliability=SENSOR_QOS.reliability, durability=SENSOR_QOS.durability
 )
+SOLVERS = ("process", "thread")
 SOLVE_SHARE = 0.25  # solves take at most this share of the worker's time
-# [s] Python's GIL switch interval in the coordinator process (default 0.005). Three threads
-# share the interpreter (executor, worker, solver); each handover costs an OS wake-up, ms on
-# a loaded machine. With 5 ms the worker fell seconds behind while a solve ran
-# (test_reliability's silent robot failed 2 of 2 on the shared machine, passed 3 of 3 at
-# 20-50 ms); a solve still yields the interpreter at least every 20 ms.
+# [s] Python's GIL switch interval in the coordinator process (default 0.005). The executor
+# and the worker share the interpreter (and the solver with `solver: thread`); each handover
+# costs an OS wake-up, ms on a loaded machine. With 5 ms and solves on a thread the worker
+# fell seconds behind while a solve ran (test_reliability's silent robot failed 2 of 2 on the
+# shared machine, passed 3 of 3 at 20-50 ms).
 SWITCH_INTERVAL = 0.02
 _DEFAULTS = PipelineSettings()
 _FRAMES = PayloadFrames()
@@ -343,6 +348,15 @@ INTERFACE = NodeInterface(
             bounds=(0.05, 60.0),
             read_only=False,
         ),
+        Param(
+            "solver",
+            "string",
+            "process",
+            "where solves run: a child process started with the node (the callbacks and "
+            "updates keep Python's interpreter while it solves), or a thread of this process "
+            "(no child; solves share the interpreter)",
+            choices=SOLVERS,
+        ),
         *EXTERNAL_WRENCH_PARAMETERS,
     ],
 )
@@ -356,7 +370,7 @@ class CoordinatorNode(Node):
         super().__init__("coordinator_node", **kwargs)
         self._stop = threading.Event()
         self._worker: threading.Thread | None = None
-        self._solver: SolverThread | None = None
+        self._solver: SolverProcess | SolverThread | None = None
         self._commands: queue.Queue = queue.Queue()  # (command, Future of its answer)
         self.params = p = declare(self, INTERFACE.parameters)
         self.pipeline = self._pipeline(p)
@@ -397,7 +411,8 @@ class CoordinatorNode(Node):
         self._last_error = ""
         self._error_log = ("", 0.0, 0)  # last error logged, when (monotonic), repeats since
         self._log_start(p)
-        self._solver = SolverThread("coordinator solver")
+        solver = SolverProcess if p.solver == "process" else SolverThread
+        self._solver = solver("coordinator solver")
         self._solving_command: tuple[str, Future] | None = None  # waits for the solve under way
         self._worker = threading.Thread(target=self._work, name="coordinator", daemon=True)
         self._worker.start()
@@ -531,6 +546,7 @@ class CoordinatorNode(Node):
             try:
                 self._step()
                 self._collect_solve()
+                self._report_solver_restarts()
                 now = self._now()
                 if now < last:
                     next_estimate = next_diagnostics = -float("inf")
@@ -555,7 +571,7 @@ class CoordinatorNode(Node):
             self._run_command(command, result)
             return False
         if due and time.monotonic() >= self._solve_allowed:
-            self._solver.submit(self.pipeline.start_solve())
+            self._solver.submit(self._start_solve_job(full=False))
             return True
         return False
 
@@ -580,6 +596,14 @@ class CoordinatorNode(Node):
         self._publish(estimate)
         if command is not None:
             self._answer(command, self._command_answer(command[0], estimate))
+
+    def _report_solver_restarts(self) -> None:
+        """Log each death of the solver process (it is restarted; /diagnostics counts them)."""
+        while self._solver.events:
+            self.get_logger().error(
+                f"{self._solver.events.popleft()}. If it repeats, check the memory "
+                "(dmesg: out-of-memory kills) and report it."
+            )
 
     def _answer(self, command: tuple[str, Future], answer: tuple[bool, str]) -> None:
         command[1].set_result(answer)  # sends the service's response (``_serve``)
@@ -648,7 +672,11 @@ class CoordinatorNode(Node):
     def _start_solve(self, command: tuple[str, Future]) -> None:
         """Start the solve of a command (from scratch for ``estimate_now``)."""
         self._solving_command = command
-        self._solver.submit(self.pipeline.start_solve(full=command[0] == "estimate_now"))
+        self._solver.submit(self._start_solve_job(full=command[0] == "estimate_now"))
+
+    def _start_solve_job(self, full: bool) -> SolveJob:
+        """The pipeline's job, its estimators copied unless the solver copies them itself."""
+        return self.pipeline.start_solve(full, copy=not self._solver.copies_on_submit)
 
     def _execute(self, command: str) -> None:
         pipeline = self.pipeline
@@ -712,6 +740,9 @@ class CoordinatorNode(Node):
             "messages dropped (queue full)": str(self.overflow),
             "internal errors": str(self.internal_errors),
             "frozen": str(self.pipeline.frozen),
+            "solver": self.params.solver,
+            "solver process": str(self._solver.pid or ""),
+            "solver restarts": str(self._solver.restarts),
             **{f"external wrench: {k}": str(n) for k, n in self.external_wrench.counts().items()},
         }
         if self._last_error:
@@ -719,6 +750,12 @@ class CoordinatorNode(Node):
             return Status("worker", "ERROR", message, values)
         if self.overflow:
             return Status("worker", "WARN", f"{self.overflow} messages dropped", values)
+        if self._solver.restarts:
+            message = (
+                f"the solver process died {self._solver.restarts} times and was restarted "
+                "(see the log)"
+            )
+            return Status("worker", "WARN", message, values)
         return Status("worker", "OK", "running", values)
 
     def _status(self, status: Status) -> DiagnosticStatus:

@@ -147,5 +147,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    with threadpool_limits(1):
+    from doc_page import benchmark_page  # the figures into docs/benchmarks/external_wrench.md
+
+    with benchmark_page("external_wrench"), threadpool_limits(1):
         main()

@@ -174,4 +174,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from doc_page import benchmark_page  # the figures into docs/benchmarks/planner_node.md
+
+    with benchmark_page("planner_node"):
+        status = main()
+    raise SystemExit(status)

@@ -148,4 +148,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from doc_page import benchmark_page  # the figures into docs/benchmarks/planner_tick.md
+
+    with benchmark_page("planner_tick"):
+        status = main()
+    raise SystemExit(status)

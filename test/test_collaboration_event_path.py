@@ -133,3 +133,26 @@ def test_the_control_timer_publishes_on_every_executor(ros_context, kind: str) -
     finally:
         executor.shutdown()
         planner.destroy_node()
+
+
+@pytest.mark.timeout(60)
+def test_the_reference_advances_by_the_ros_time_that_passed(ros_context, monkeypatch) -> None:
+    """On a simulated /clock, ROS time stands still between its steps: a wrench arriving
+    after the timer's tick at the same instant sends nothing (a period's step there ran the
+    reference ahead of time, and the closed loop over DDS oscillated at the speed limit);
+    every step taken is the ROS time since the last one."""
+    planner, published, steps = _planner(ros_context, on_wrench=True)
+    clock = [_now(planner)]
+    monkeypatch.setattr(planner.admittance, "_now", lambda: clock[0])
+    try:
+        planner.admittance._on_timer()
+        _push(planner, clock[0])  # the /clock has not moved since the tick
+        assert len(published) == 1 and len(steps) == 1
+        for _ in range(20):
+            clock[0] += 0.004
+            planner.admittance._on_timer()
+            _push(planner, clock[0])
+        assert len(published) == 21
+        np.testing.assert_allclose(steps[1:], 0.004, atol=1e-6)  # seconds since 1970: ~1e-7
+    finally:
+        planner.destroy_node()

@@ -385,15 +385,20 @@ class AdmittanceMode:
         wrench sent is less than half a period old (ROS time; at most twice the rate: a
         timer tick just before a late wrench does not hold that wrench's reference back for
         a period). A step is the time since the last reference, at most a control period
-        (a late tick does not jump), and restarts the control timer."""
+        (a late tick does not jump), and restarts the control timer. Nothing is stepped or
+        sent while ROS time stands still (a simulated /clock between its steps): a tick then
+        would advance the reference by time that has not passed."""
         now = self._now()
+        last = self._last_tick
+        if now == last:
+            return
         if wrench:
-            last = self._last_wrench_tick
-            if last is not None and 0.0 <= now - last < 0.5 * self._period:
+            last_wrench = self._last_wrench_tick
+            if last_wrench is not None and 0.0 <= now - last_wrench < 0.5 * self._period:
                 return
             self._last_wrench_tick = now
-        last = self._last_tick
-        dt = self._period if last is None or now <= last else min(now - last, self._period)
+        # the first reference, or ROS time jumped back (a restarted simulation or bag): a period
+        dt = self._period if last is None or now < last else min(now - last, self._period)
         self._last_tick = now
         self._check_estimate_age(now)
         reference = self.modes.tick(now, dt)

@@ -8,7 +8,7 @@ so F_ext = Y theta - sum_i Ad(T_i_s)^T F_i: what the estimated model says the pa
 The result is reported about the estimated CoM, axes of {s}, moment first (``core.spatial``):
 F_c = Ad(T_s_c)^T F_ext with T_s_c = (I, p_s_c), p_s_c = h / m.
 
-Covariance, first order, three independent sources:
+Covariance, first order, four independent sources:
 * the parameters: J_theta Cov(theta) J_theta^T, J_theta analytic (Y, and the CoM shift);
 * the grasp frames: J_g blkdiag(Cov(T_s_i)) J_g^T through the map of each robot's wrench
   to {s}; the cross-covariance of grasps and theta is not in the estimate and is neglected;
@@ -16,7 +16,17 @@ Covariance, first order, three independent sources:
   the payload motion through Y (``dynamics.regressor_noise_covariance``). Per-sample
   covariances (``GraspSample.F_cov``, ``dV_cov``) are used where given; otherwise
   ``SensorNoise`` levels (the coordinator passes the estimate's net-wrench residual RMS,
-  which holds every noise source at once).
+  which holds every noise source at once);
+* the gravity direction each robot reads through its pose (``SensorNoise.gravity_angle``,
+  e.g. a quantized pose): the model's weight through g_s (``_gravity_covariance``).
+
+Damaged input (``bench/bench_wrench_coverage.py``): where the damage is undeclared and
+beyond the sigma, two checks say so instead of a silent over-confident sigma:
+``motion_consistency`` (the robots disagree about the payload's acceleration beyond their
+stated noise: a late or dropping robot, a grasp off) and ``rest_check`` (at rest with
+nobody touching, the wrench is zero within its sigma: an F/T bias or a model off shows as
+an offset, F/T noise above the stated as a spread). A constant bias nobody declared cannot
+be covered by a sigma; it is detected at rest.
 
 Observability. Robots measure (and can apply) the wrenches in the range of the grasp map
 G = [Ad(T_i_s)^T restricted to what robot i transmits]. Force-only (gimbal) robots transmit
@@ -588,6 +598,7 @@ class MotionConsistency:
     chi2: float
     dof: int
     bound: float
+    quantity: str = "acceleration"  # or "gravity" (``gravity_consistency``)
 
     @property
     def consistent(self) -> bool:
@@ -597,11 +608,16 @@ class MotionConsistency:
     def reason(self) -> str:
         if self.consistent:
             return ""
+        causes = {
+            "acceleration": "a robot's samples are late or dropped, its grasp frame is off or "
+            "its noise is larger than stated",
+            "gravity": "a robot's base is tilted or its pose coarser than stated (declare "
+            "SensorNoise.gravity_angle), or its grasp frame is off",
+        }
         return (
-            f"the robots disagree about the payload's acceleration (chi-square {self.chi2:.3g} "
-            f"> {self.bound:.3g}, {self.dof} dof): a robot's samples are late or dropped, its "
-            "grasp frame is off or its noise is larger than stated; the wrench's sigma does not "
-            "hold"
+            f"the robots disagree about the payload's {self.quantity} (chi-square "
+            f"{self.chi2:.3g} > {self.bound:.3g}, {self.dof} dof): {causes[self.quantity]}; "
+            "the wrench's sigma does not hold"
         )
 
 
@@ -644,6 +660,42 @@ def team_motion_consistency(
     projected = U.T @ r
     chi = float(projected @ (projected / np.maximum(w, 1e-300)))
     return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof))
+
+
+GRAVITY_ANGLE_FLOOR = 1e-3  # [rad] per axis: a gravity direction known better is not claimed
+
+
+def gravity_consistency(
+    samples: Mapping[str, GraspSample],
+    model: PayloadModel,
+    noise: SensorNoise | None = None,
+    false_alarm: float = 0.01,
+) -> MotionConsistency:
+    """Whether the robots agree about gravity in {s}: each robot's R_s_i g_i differs from
+    their mean g_s by its direction error, [g_s] (dphi_i - mean dphi), dphi_i of covariance
+    sigma^2 I (``SensorNoise.gravity_angle``, at least ``GRAVITY_ANGLE_FLOOR``) plus the
+    rotation block of its grasp covariance; chi-square with 2 (n - 1) dof for the n robots
+    that report gravity (the component along g_s is second order and left out)."""
+    noise = noise or SensorNoise()
+    reporting = [r for r in model.T_s_i if samples[r].g_i is not None]
+    n = len(reporting)
+    if n < 2:
+        return MotionConsistency(0.0, 0, np.inf, "gravity")
+    g = np.array([model.T_s_i[r][:3, :3] @ samples[r].g_i for r in reporting])
+    g_s = g.mean(axis=0)
+    sigma2 = max(noise.gravity_angle, GRAVITY_ANGLE_FLOOR) ** 2
+    angle_cov = np.array(
+        [sigma2 * np.eye(3) + model.grasp_covariance[r][:3, :3] for r in reporting]
+    )
+    K = sp.skew(g_s)
+    P = np.kron(np.eye(n) - np.ones((n, n)) / n, np.eye(3))
+    blocks = np.zeros((n, 3, n, 3))
+    blocks[np.arange(n), :, np.arange(n), :] = K @ angle_cov @ K.T
+    w, U = np.linalg.eigh(P @ blocks.reshape(3 * n, 3 * n) @ P.T)
+    dof = 2 * (n - 1)
+    projected = U[:, -dof:].T @ (g - g_s).ravel()
+    chi = float(projected @ (projected / np.maximum(w[-dof:], 1e-300)))
+    return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof), "gravity")
 
 
 @dataclass(frozen=True)

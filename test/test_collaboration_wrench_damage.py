@@ -31,7 +31,7 @@ import bench_wrench_coverage as bench
 RUNS = 3
 HONEST = ("clean", "quantized_declared", "tilted_declared", "delayed", "dropped", "force_only")
 QUIET = ("clean", "quantized_declared", "tilted_declared", "force_only")  # no check fires
-FLAGGED_AT_REST = ("ft_noise_3x", "ft_bias", "model_10sigma")
+FLAGGED_AT_REST = ("ft_noise_3x", "ft_bias")
 
 
 def _runs(case: str) -> dict[str, np.ndarray]:
@@ -61,9 +61,9 @@ def test_the_sigma_covers_the_error_where_the_damage_is_within_it(case: str) -> 
 
 @pytest.mark.parametrize("case", FLAGGED_AT_REST)
 def test_an_undeclared_damage_beyond_the_sigma_is_flagged_at_rest(case: str) -> None:
-    """F/T noise 3x the declared, an F/T bias (std 0.3 N m, 2 N), a model 10 sigma off: the
-    sigma is too small (2-sigma coverage far below 95 %), and the rest check says so in
-    every run where it is (a bias drawn small may stay within the sigma)."""
+    """F/T noise 3x the declared, an F/T bias (std 0.3 N m, 2 N): the sigma is too small
+    (2-sigma coverage far below 95 %), and the rest check says so in every run where it is
+    (a bias drawn small may stay within the sigma)."""
     runs = _runs(case)
     coverage = np.array([np.mean(np.abs(z) <= 2) for z in runs["z"]])
     print(f"{case}: coverage at 2 sigma per run {coverage.round(2)}, rest flagged {runs['rest']}")
@@ -88,6 +88,17 @@ def test_undeclared_gravity_errors_are_flagged_by_the_robots_disagreement() -> N
     assert np.mean(np.concatenate(tilted["flags"])) > 0.9
     assert np.mean(np.abs(np.concatenate(quantized["z"])) <= 2) > 0.9
     assert np.mean(np.concatenate(quantized["flags"])) > 0.5
+
+
+def test_a_model_far_off_is_over_confident_and_seen_at_rest_only_in_mass_and_com() -> None:
+    """theta 10 sigma off (a frozen estimate from a short run): the sigma is too small; the
+    rest check sees the mass and CoM error (the weight and its moment), not the inertia's,
+    so it fires only where the former is large: a known gap (docs/collaboration.md)."""
+    runs = _runs("model_10sigma")
+    chi = np.concatenate(runs["chi"]).mean()
+    print(f"model 10 sigma: chi2/dof {chi:.2f}, rest flagged {runs['rest']}")
+    assert chi > 3
+    assert np.any(runs["rest"])
 
 
 def _team() -> tuple[an.Team, InertialParameters, PayloadModel, an.PayloadMotion]:

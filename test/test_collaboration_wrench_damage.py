@@ -17,6 +17,7 @@ from inertia_estimation_ros.core import spatial as sp
 from inertia_estimation_ros.core.collaboration.human_wrench import (
     PayloadModel,
     SensorNoise,
+    WrenchUnavailableError,
     external_wrench,
     gravity_consistency,
     motion_consistency,
@@ -179,6 +180,10 @@ def test_the_motion_check_is_calibrated_and_sees_a_late_robot() -> None:
     g = tilted["robot_2"].g_i
     tilted["robot_2"] = dataclasses.replace(tilted["robot_2"], g_i=sp.exp3([0.02, 0, 0]) @ g)
     assert "tilted" in gravity_consistency(tilted, model, declared).reason
+    absent = {r: x for r, x in sets[0].items() if r != "robot_3"}
+    for check in (motion_consistency, gravity_consistency):
+        with pytest.raises(WrenchUnavailableError, match="no sample from robot_3"):
+            check(absent, model, declared)
 
 
 def test_the_rest_check_names_the_cause() -> None:

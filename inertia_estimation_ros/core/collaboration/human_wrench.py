@@ -21,9 +21,10 @@ Covariance, first order, four independent sources:
   e.g. a quantized pose): the model's weight through g_s (``_gravity_covariance``).
 
 Damaged input (``bench/bench_wrench_coverage.py``): where the damage is undeclared and
-beyond the sigma, two checks say so instead of a silent over-confident sigma:
+beyond the sigma, three checks say so instead of a silent over-confident sigma:
 ``motion_consistency`` (the robots disagree about the payload's acceleration beyond their
-stated noise: a late or dropping robot, a grasp off) and ``rest_check`` (at rest with
+stated noise: a late or dropping robot, a grasp off), ``gravity_consistency`` (they
+disagree about gravity in {s}: a tilted base, coarse poses) and ``rest_check`` (at rest with
 nobody touching, the wrench is zero within its sigma: an F/T bias or a model off shows as
 an offset, F/T noise above the stated as a spread). A constant bias nobody declared cannot
 be covered by a sigma; it is detected at rest.
@@ -591,9 +592,10 @@ def _gravity_covariance(instant: TeamInstant, terms: _Terms) -> np.ndarray:
 
 @dataclass(frozen=True)
 class MotionConsistency:
-    """Whether the robots agree about the payload's twist derivative within their stated
-    noise: ``chi2`` of their disagreement (the consensus residual) with ``dof`` = 6 (N - 1)
-    degrees of freedom against its ``bound`` (0 dof: no noise stated, nothing checked)."""
+    """Whether the robots agree, within their stated noise, about the payload's twist
+    derivative (``motion_consistency``) or about gravity in {s} (``gravity_consistency``):
+    ``chi2`` of their disagreement (the consensus residual) with ``dof`` degrees of freedom
+    against its ``bound`` (0 dof: nothing to check)."""
 
     chi2: float
     dof: int
@@ -608,16 +610,21 @@ class MotionConsistency:
     def reason(self) -> str:
         if self.consistent:
             return ""
-        causes = {
-            "acceleration": "a robot's samples are late or dropped, its grasp frame is off or "
-            "its noise is larger than stated",
-            "gravity": "a robot's base is tilted or its pose coarser than stated (declare "
-            "SensorNoise.gravity_angle), or its grasp frame is off",
-        }
+        what, causes = {
+            "acceleration": (
+                "the payload's acceleration",
+                "a robot's samples are late or dropped, its grasp frame is off or its noise is "
+                "larger than stated",
+            ),
+            "gravity": (
+                "gravity in {s}",
+                "a robot's base is tilted or its pose coarser than stated (declare "
+                "SensorNoise.gravity_angle), or its grasp frame is off",
+            ),
+        }[self.quantity]
         return (
-            f"the robots disagree about the payload's {self.quantity} (chi-square "
-            f"{self.chi2:.3g} > {self.bound:.3g}, {self.dof} dof): {causes[self.quantity]}; "
-            "the wrench's sigma does not hold"
+            f"the robots disagree about {what} (chi-square {self.chi2:.3g} > "
+            f"{self.bound:.3g}, {self.dof} dof): {causes}; the wrench's sigma may not hold"
         )
 
 
@@ -628,7 +635,7 @@ def motion_consistency(
     false_alarm: float = 0.01,
 ) -> MotionConsistency:
     """``team_motion_consistency`` of one sample per robot."""
-    instant = TeamInstant.from_samples([samples[r] for r in model.T_s_i])
+    instant = TeamInstant.from_samples(_each_robot(samples, model))
     return team_motion_consistency(instant, model, noise, false_alarm)
 
 
@@ -662,6 +669,14 @@ def team_motion_consistency(
     return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof))
 
 
+def _each_robot(samples: Mapping[str, GraspSample], model: PayloadModel) -> list[GraspSample]:
+    """The model's robots' samples in its order; ``WrenchUnavailableError`` if one is absent."""
+    absent = sorted(set(model.T_s_i) - set(samples))
+    if absent:
+        raise WrenchUnavailableError(f"no sample from {', '.join(absent)}")
+    return [samples[r] for r in model.T_s_i]
+
+
 GRAVITY_ANGLE_FLOOR = 1e-3  # [rad] per axis: a gravity direction known better is not claimed
 
 
@@ -677,15 +692,15 @@ def gravity_consistency(
     rotation block of its grasp covariance; chi-square with 2 (n - 1) dof for the n robots
     that report gravity (the component along g_s is second order and left out)."""
     noise = noise or SensorNoise()
-    reporting = [r for r in model.T_s_i if samples[r].g_i is not None]
+    reporting = [s for s in _each_robot(samples, model) if s.g_i is not None]
     n = len(reporting)
     if n < 2:
         return MotionConsistency(0.0, 0, np.inf, "gravity")
-    g = np.array([model.T_s_i[r][:3, :3] @ samples[r].g_i for r in reporting])
+    g = np.array([model.T_s_i[s.robot_id][:3, :3] @ s.g_i for s in reporting])
     g_s = g.mean(axis=0)
     sigma2 = max(noise.gravity_angle, GRAVITY_ANGLE_FLOOR) ** 2
     angle_cov = np.array(
-        [sigma2 * np.eye(3) + model.grasp_covariance[r][:3, :3] for r in reporting]
+        [sigma2 * np.eye(3) + model.grasp_covariance[s.robot_id][:3, :3] for s in reporting]
     )
     K = sp.skew(g_s)
     P = np.kron(np.eye(n) - np.ones((n, n)) / n, np.eye(3))

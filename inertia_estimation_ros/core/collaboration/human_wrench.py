@@ -8,7 +8,7 @@ so F_ext = Y theta - sum_i Ad(T_i_s)^T F_i: what the estimated model says the pa
 The result is reported about the estimated CoM, axes of {s}, moment first (``core.spatial``):
 F_c = Ad(T_s_c)^T F_ext with T_s_c = (I, p_s_c), p_s_c = h / m.
 
-Covariance, first order, three independent sources:
+Covariance, first order, four independent sources:
 * the parameters: J_theta Cov(theta) J_theta^T, J_theta analytic (Y, and the CoM shift);
 * the grasp frames: J_g blkdiag(Cov(T_s_i)) J_g^T through the map of each robot's wrench
   to {s}; the cross-covariance of grasps and theta is not in the estimate and is neglected;
@@ -16,7 +16,18 @@ Covariance, first order, three independent sources:
   the payload motion through Y (``dynamics.regressor_noise_covariance``). Per-sample
   covariances (``GraspSample.F_cov``, ``dV_cov``) are used where given; otherwise
   ``SensorNoise`` levels (the coordinator passes the estimate's net-wrench residual RMS,
-  which holds every noise source at once).
+  which holds every noise source at once);
+* the gravity direction each robot reads through its pose (``SensorNoise.gravity_angle``,
+  e.g. a quantized pose): the model's weight through g_s (``_gravity_covariance``).
+
+Damaged input (``bench/bench_wrench_coverage.py``): where the damage is undeclared and
+beyond the sigma, three checks say so instead of a silent over-confident sigma:
+``motion_consistency`` (the robots disagree about the payload's acceleration beyond their
+stated noise: a late or dropping robot, a grasp off), ``gravity_consistency`` (they
+disagree about gravity in {s}: a tilted base, coarse poses) and ``rest_check`` (at rest with
+nobody touching, the wrench is zero within its sigma: an F/T bias or a model off shows as
+an offset, F/T noise above the stated as a spread). A constant bias nobody declared cannot
+be covered by a sigma; it is detected at rest.
 
 Observability. Robots measure (and can apply) the wrenches in the range of the grasp map
 G = [Ad(T_i_s)^T restricted to what robot i transmits]. Force-only (gimbal) robots transmit
@@ -62,15 +73,24 @@ class WrenchUnavailableError(ValueError):
 class SensorNoise:
     """Noise standard deviations of each robot's measurements, used where a sample carries
     no covariance: wrench (moment [N m], force [N]) and twist derivative (angular [rad/s^2],
-    linear [m/s^2])."""
+    linear [m/s^2]); ``gravity_angle`` [rad]: per axis, the error of the gravity direction a
+    robot reads through its pose (e.g. an encoder resolution q: q / sqrt(12)), independent
+    among robots (``_gravity_covariance``)."""
 
     moment: float = 0.0
     force: float = 0.0
     angular_acceleration: float = 0.0
     linear_acceleration: float = 0.0
+    gravity_angle: float = 0.0
 
     def __post_init__(self) -> None:
-        values = (self.moment, self.force, self.angular_acceleration, self.linear_acceleration)
+        values = (
+            self.moment,
+            self.force,
+            self.angular_acceleration,
+            self.linear_acceleration,
+            self.gravity_angle,
+        )
         if not all(np.isfinite(v) and v >= 0 for v in values):
             raise ValueError(f"sensor noise levels must be finite and >= 0, got {values}")
 
@@ -238,6 +258,8 @@ def team_wrench(
     J_theta[:3] += sp.skew(F_s_ext[3:]) @ terms.com_jacobian
     covariance = J_theta @ model.theta_covariance @ J_theta.T
     covariance += _grasp_covariance(applied, terms) + _sensor_covariance(instant, model, terms)
+    if terms.gravity is not None:
+        covariance += _gravity_covariance(instant, terms)
     return ExternalWrenchEstimate(
         float(instant.stamps[terms.reference]),
         terms.Ad_c @ F_s_ext,
@@ -270,6 +292,7 @@ class _Terms:
     noise_F: np.ndarray  # (6, 6) a robot's wrench noise for samples without their own
     noise_dV: np.ndarray  # (6, 6) its twist-derivative noise, likewise
     sensors: np.ndarray
+    gravity: np.ndarray | None  # (6, 3) ``_gravity_map``, None without a gravity_angle
     p_s_c: np.ndarray
     observable: np.ndarray
     missing: np.ndarray
@@ -338,6 +361,7 @@ def _compute_terms(model: PayloadModel, noise: SensorNoise, instant: TeamInstant
         noise_F,
         noise_dV,
         Ad_c @ sensors @ Ad_c.T,
+        _gravity_map(model.theta, Ad_c, noise.gravity_angle),
         _frozen(model.p_s_c.copy()),
         _frozen(observable),
         _frozen(missing),
@@ -541,3 +565,208 @@ def _missing_directions(maps: np.ndarray, has_torque: np.ndarray, Ad_c: np.ndarr
     U, s, _ = np.linalg.svd(np.hstack(blocks))
     rank = int(np.sum(s > RANGE_TOL * s[0]))
     return U[:, rank:].T
+
+
+# ----- covariance terms and checks of damaged input (issue 14) --------------------------------
+def _gravity_map(theta: np.ndarray, Ad_c: np.ndarray, angle_std: float) -> np.ndarray | None:
+    """G (6, 3) = angle_std Ad_c d(Y theta)/d g_s: the model's weight and its moment about
+    the CoM per unit of gravity in {s} (Y is linear in g), scaled by the gravity-direction
+    error; None without one."""
+    if angle_std <= 0:
+        return None
+    L, _ = _regressor_maps()
+    J_g = np.stack([L[:, 6 + j].reshape(6, 10) @ theta for j in range(3)], axis=1)
+    return _frozen(angle_std * (Ad_c @ J_g))
+
+
+def _gravity_covariance(instant: TeamInstant, terms: _Terms) -> np.ndarray:
+    """Covariance (about the CoM) of the model's weight from the robots' gravity directions,
+    each off by a small rotation dphi_i (``SensorNoise.gravity_angle`` per axis, independent
+    among robots): g_s = mean_i R_s_i g_i moves by -mean_i R_s_i [g_i] dphi_i, whose
+    covariance is sigma^2 (|g|^2 I - g_s g_s^T) / n for n robots reporting gravity."""
+    has_g = instant.has_g
+    g_s = np.einsum("nij,nj->i", terms.R_s_i[has_g], instant.g[has_g]) / has_g.sum()
+    cov_g = (g_s @ g_s * np.eye(3) - np.outer(g_s, g_s)) / has_g.sum()
+    return terms.gravity @ cov_g @ terms.gravity.T
+
+
+@dataclass(frozen=True)
+class MotionConsistency:
+    """Whether the robots agree, within their stated noise, about the payload's twist
+    derivative (``motion_consistency``) or about gravity in {s} (``gravity_consistency``):
+    ``chi2`` of their disagreement (the consensus residual) with ``dof`` degrees of freedom
+    against its ``bound`` (0 dof: nothing to check)."""
+
+    chi2: float
+    dof: int
+    bound: float
+    quantity: str = "acceleration"  # or "gravity" (``gravity_consistency``)
+
+    @property
+    def consistent(self) -> bool:
+        return self.chi2 <= self.bound
+
+    @property
+    def reason(self) -> str:
+        if self.consistent:
+            return ""
+        what, causes = {
+            "acceleration": (
+                "the payload's acceleration",
+                "a robot's samples are late or dropped, its grasp frame is off or its noise is "
+                "larger than stated",
+            ),
+            "gravity": (
+                "gravity in {s}",
+                "a robot's base is tilted or its pose coarser than stated (declare "
+                "SensorNoise.gravity_angle), or its grasp frame is off",
+            ),
+        }[self.quantity]
+        return (
+            f"the robots disagree about {what} (chi-square {self.chi2:.3g} > "
+            f"{self.bound:.3g}, {self.dof} dof): {causes}; the wrench's sigma may not hold"
+        )
+
+
+def motion_consistency(
+    samples: Mapping[str, GraspSample],
+    model: PayloadModel,
+    noise: SensorNoise | None = None,
+    false_alarm: float = 0.01,
+) -> MotionConsistency:
+    """``team_motion_consistency`` of one sample per robot."""
+    instant = TeamInstant.from_samples(_each_robot(samples, model))
+    return team_motion_consistency(instant, model, noise, false_alarm)
+
+
+def team_motion_consistency(
+    instant: TeamInstant,
+    model: PayloadModel,
+    noise: SensorNoise | None = None,
+    false_alarm: float = 0.01,
+) -> MotionConsistency:
+    """The robots' twist derivatives x = A dV_s + noise (A: Ad(T_i_s) stacked) leave the
+    residual r = (I - A C) x of their consensus C; with the noise covariance S (the samples'
+    own dV covariances, else ``noise``), r^T (P S P^T)^+ r is chi-square with 6 (N - 1) dof.
+    A robot whose sample is late by dt adds its jerk times dt. The model's grasp
+    uncertainty is neglected here (small beside the acceleration noise)."""
+    terms = _model_terms(model, noise or SensorNoise(), instant)
+    if terms.order is not None:
+        instant = _rows(instant, terms.order)
+    n = len(terms.ids)
+    S = _own_or_default(instant.dV_cov, terms.noise_dV, n)
+    if n < 2 or not np.any(np.diagonal(S, axis1=1, axis2=2) > 0):
+        return MotionConsistency(0.0, 0, np.inf)
+    P = np.eye(6 * n) - terms.adjoints @ _consensus(instant, terms)
+    r = P @ instant.dV.ravel()
+    blocks = np.zeros((n, 6, n, 6))
+    blocks[np.arange(n), :, np.arange(n), :] = S
+    w, U = np.linalg.eigh(P @ blocks.reshape(6 * n, 6 * n) @ P.T)
+    dof = 6 * (n - 1)
+    w, U = w[-dof:], U[:, -dof:]
+    projected = U.T @ r
+    chi = float(projected @ (projected / np.maximum(w, 1e-300)))
+    return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof))
+
+
+def _each_robot(samples: Mapping[str, GraspSample], model: PayloadModel) -> list[GraspSample]:
+    """The model's robots' samples in its order; ``WrenchUnavailableError`` if one is absent."""
+    absent = sorted(set(model.T_s_i) - set(samples))
+    if absent:
+        raise WrenchUnavailableError(f"no sample from {', '.join(absent)}")
+    return [samples[r] for r in model.T_s_i]
+
+
+GRAVITY_ANGLE_FLOOR = 1e-3  # [rad] per axis: a gravity direction known better is not claimed
+
+
+def gravity_consistency(
+    samples: Mapping[str, GraspSample],
+    model: PayloadModel,
+    noise: SensorNoise | None = None,
+    false_alarm: float = 0.01,
+) -> MotionConsistency:
+    """Whether the robots agree about gravity in {s}: each robot's R_s_i g_i differs from
+    their mean g_s by its direction error, [g_s] (dphi_i - mean dphi), dphi_i of covariance
+    sigma^2 I (``SensorNoise.gravity_angle``, at least ``GRAVITY_ANGLE_FLOOR``) plus the
+    rotation block of its grasp covariance; chi-square with 2 (n - 1) dof for the n robots
+    that report gravity (the component along g_s is second order and left out)."""
+    noise = noise or SensorNoise()
+    reporting = [s for s in _each_robot(samples, model) if s.g_i is not None]
+    n = len(reporting)
+    if n < 2:
+        return MotionConsistency(0.0, 0, np.inf, "gravity")
+    g = np.array([model.T_s_i[s.robot_id][:3, :3] @ s.g_i for s in reporting])
+    g_s = g.mean(axis=0)
+    sigma2 = max(noise.gravity_angle, GRAVITY_ANGLE_FLOOR) ** 2
+    angle_cov = np.array(
+        [sigma2 * np.eye(3) + model.grasp_covariance[s.robot_id][:3, :3] for s in reporting]
+    )
+    K = sp.skew(g_s)
+    P = np.kron(np.eye(n) - np.ones((n, n)) / n, np.eye(3))
+    blocks = np.zeros((n, 3, n, 3))
+    blocks[np.arange(n), :, np.arange(n), :] = K @ angle_cov @ K.T
+    w, U = np.linalg.eigh(P @ blocks.reshape(3 * n, 3 * n) @ P.T)
+    dof = 2 * (n - 1)
+    projected = U[:, -dof:].T @ (g - g_s).ravel()
+    chi = float(projected @ (projected / np.maximum(w[-dof:], 1e-300)))
+    return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof), "gravity")
+
+
+@dataclass(frozen=True)
+class RestCheck:
+    """The wrench over a window at rest with nobody touching the payload, where it must be
+    zero within its stated sigma: ``offset`` = mean^T C^+ mean (C the mean stated
+    covariance: an upper bound of the mean's, whose model part does not average out) and
+    ``spread`` = sum_k (w_k - mean)^T C^+ (w_k - mean) (the sensors' part, which does), each
+    with its chi-square ``*_bound``, on the observable components."""
+
+    offset: float
+    offset_bound: float
+    spread: float
+    spread_bound: float
+    samples: int
+
+    @property
+    def zero(self) -> bool:
+        return self.offset <= self.offset_bound
+
+    @property
+    def noise_within(self) -> bool:
+        return self.spread <= self.spread_bound
+
+    @property
+    def reason(self) -> str:
+        causes = []
+        if not self.zero:
+            causes.append(
+                f"the wrench at rest is not zero (chi-square {self.offset:.3g} > "
+                f"{self.offset_bound:.3g}): an F/T sensor not re-zeroed (bias) or a model "
+                "off by more than its sigma; re-zero the sensors, let the estimate converge"
+            )
+        if not self.noise_within:
+            ratio = np.sqrt(self.spread / max(self.spread_bound, 1e-300))
+            causes.append(
+                f"the wrench at rest scatters {ratio:.2g}x beyond its stated noise: the "
+                "sensors are noisier than stated"
+            )
+        return "; ".join(causes)
+
+
+def rest_check(estimates: Sequence[ExternalWrenchEstimate], false_alarm: float = 0.01) -> RestCheck:
+    """``RestCheck`` of wrenches taken at rest with no one touching the payload (at least 2)."""
+    if len(estimates) < 2:
+        raise ValueError("the rest check needs at least 2 wrenches")
+    keep = np.logical_and.reduce([e.observable for e in estimates])
+    W = np.array([e.wrench[keep] for e in estimates])
+    C = np.mean([e.covariance[np.ix_(keep, keep)] for e in estimates], axis=0)
+    mean, k = W.mean(axis=0), int(keep.sum())
+    deviations = W - mean
+    spread = sum(_pinv_distance(C, d) for d in deviations)
+    return RestCheck(
+        _pinv_distance(C, mean),
+        _chi_square_bound(false_alarm, k),
+        float(spread),
+        _chi_square_bound(false_alarm, k * (len(W) - 1)),
+        len(W),
+    )

@@ -59,7 +59,7 @@ def serve(connection: Connection) -> None:
     with threadpool_limits(limits=1, user_api="blas"):
         while True:
             try:
-                full, snapshots = unpickled(connection)
+                full, snapshots = unpickled(connection.recv_bytes())
             except EOFError:
                 _exit()
             job = SolveJob({name: (None, e) for name, e in snapshots.items()}, full)
@@ -75,27 +75,37 @@ def serve(connection: Connection) -> None:
                 _exit()
 
 
-def pickled(obj: object) -> list[bytes | bytearray]:
-    """``obj`` pickled in pieces: the pickle with its arrays' data out of band, then a copy of
-    each array's bytes. Each piece holds the GIL briefly, so the executor thread (the external
+def pickled(obj: object) -> bytearray:
+    """``obj`` pickled in pieces into one buffer: the pickle with its arrays' data out of
+    band, then each array's bytes copied in on its own (the layout: the count of pieces, their
+    lengths, the pieces). Each step holds the GIL briefly, so the executor thread (the external
     wrench, issue 14) gets it within a switch interval: a 5-MB snapshot (N = 3, 10 s at 100 Hz)
-    pickled in one call held it for 8-60 ms at load 10."""
+    pickled in one call held it for 8-60 ms at load 10. One buffer: one write to the child."""
     buffers: list[pickle.PickleBuffer] = []
     head = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL, buffer_callback=buffers.append)
-    return [head, *(bytearray(buffer.raw()) for buffer in buffers)]
-
-
-def unpickled(connection: Connection) -> object:
-    """What ``send_pieces`` of ``pickled`` sent (arrays writable: their own bytearrays)."""
-    count = int.from_bytes(connection.recv_bytes(), "little")
-    head, *buffers = (connection.recv_bytes() for _ in range(count))
-    return pickle.loads(head, buffers=[bytearray(b) for b in buffers])
-
-
-def send_pieces(connection: Connection, pieces: list[bytes | bytearray]) -> None:
-    connection.send_bytes(len(pieces).to_bytes(8, "little"))
+    pieces = [memoryview(head), *(buffer.raw() for buffer in buffers)]
+    start = 8 * (1 + len(pieces))
+    data = bytearray(start + sum(piece.nbytes for piece in pieces))
+    data[:start] = b"".join(
+        n.to_bytes(8, "little") for n in (len(pieces), *(p.nbytes for p in pieces))
+    )
     for piece in pieces:
-        connection.send_bytes(piece)
+        data[start : start + piece.nbytes] = piece
+        start += piece.nbytes
+    return data
+
+
+def unpickled(data: bytes) -> object:
+    """The object of ``pickled``'s buffer; its arrays writable (each its own bytearray)."""
+    view = memoryview(data)
+    count = int.from_bytes(view[:8], "little")
+    start = 8 * (1 + count)
+    pieces = []
+    for k in range(1, count + 1):
+        length = int.from_bytes(view[8 * k : 8 * k + 8], "little")
+        pieces.append(view[start : start + length])
+        start += length
+    return pickle.loads(pieces[0], buffers=[bytearray(piece) for piece in pieces[1:]])
 
 
 def _exit() -> None:
@@ -171,13 +181,13 @@ class SolverProcess(JobSlot):
             elif not self._closed and not self._process.is_alive():
                 self._restart("while idle")
 
-    def _solve(self, job: SolveJob, data: list[bytes | bytearray]) -> None:
+    def _solve(self, job: SolveJob, data: bytearray) -> None:
         """Run the job in the child; its results and solutions into the job. A child that
         dies during it is replaced and the job run again, once."""
         started = time.perf_counter()
         for attempt in range(2):
             try:
-                send_pieces(self._connection, data)
+                self._connection.send_bytes(data)
                 results, solutions, seconds = pickle.loads(self._connection.recv_bytes())
                 break
             except (EOFError, OSError):

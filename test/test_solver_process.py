@@ -102,6 +102,38 @@ def test_the_process_gives_the_threads_estimates_bit_for_bit(process):
         threaded.close(TIMEOUT)
 
 
+def test_pieces_carry_every_array_layout_bit_for_bit_and_writable():
+    """``pickled`` / ``unpickled`` over a pipe: C- and F-ordered, strided and empty arrays,
+    object arrays and plain values come back equal to the bit, the arrays writable (the
+    solve works on them), and the pieces are copies (the sender goes on changing its own)."""
+    import multiprocessing
+
+    from inertia_estimation_ros.core.solver_process import pickled, unpickled
+
+    rng = np.random.default_rng(0)
+    c = rng.standard_normal((7, 5))
+    value = {
+        "c": c,
+        "f": np.asfortranarray(c),
+        "strided": c[::2, 1:],
+        "empty": np.empty((0, 6)),
+        "ints": np.arange(5),
+        "objects": np.array([None, "x"], dtype=object),
+        "nan": np.array([np.nan, -0.0]),
+        "plain": (1.5, "s", None),
+    }
+    expected = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in value.items()}
+    ours, theirs = multiprocessing.Pipe()
+    data = pickled(value)
+    c[:] = 0.0  # after pickling: the pieces are copies
+    ours.send_bytes(data)
+    back = unpickled(theirs.recv_bytes())
+    objects = back.pop("objects"), expected.pop("objects")
+    assert same(back, expected) and objects[0].tolist() == objects[1].tolist()
+    assert all(v.flags.writeable for v in back.values() if isinstance(v, np.ndarray))
+    assert back["f"].flags.f_contiguous
+
+
 @pytest.mark.timeout(600)
 def test_a_killed_solver_process_is_replaced_and_its_solve_run_again_once(process):
     series = team_session(offsets=False)[2]

@@ -80,12 +80,12 @@ GRASP_QOS = QoSProfile(
 )
 SOLVERS = ("process", "thread")
 SOLVE_SHARE = 0.25  # solves take at most this share of the worker's time
-# [s] Python's GIL switch interval in the coordinator process (default 0.005). The executor
-# and the worker share the interpreter (and the solver with `solver: thread`); each handover
-# costs an OS wake-up, ms on a loaded machine. With 5 ms and solves on a thread the worker
-# fell seconds behind while a solve ran (test_reliability's silent robot failed 2 of 2 on the
-# shared machine, passed 3 of 3 at 20-50 ms).
-SWITCH_INTERVAL = 0.02
+# [s] Python's GIL switch interval in the coordinator process (default 0.005): at most this
+# long does a message (the external wrench) wait while the worker runs Python code. The
+# worker's pieces are short (a cycle 1-3 ms; a snapshot pickled in pieces, ``SolverProcess``),
+# so 2 ms costs few handovers (docs/collaboration.md, latency; was 20 ms while solves ran on
+# a thread of this process: with 5 ms the worker then fell seconds behind).
+SWITCH_INTERVAL = 0.002
 _DEFAULTS = PipelineSettings()
 _FRAMES = PayloadFrames()
 

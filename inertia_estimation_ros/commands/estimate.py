@@ -288,15 +288,33 @@ def recorded_estimates(path: Path) -> tuple[Any, list]:
 
     topics = bag_topics(path)
     wanted = [t for t in (TRUTH_TOPIC, LIVE_TOPIC) if t in topics]
-    truth, live = None, []
     if not wanted:  # rclpy (its import) only to deserialize these
-        return truth, live
-    for message in read_bag(path, wanted, deserialize="rclpy"):
-        if message.topic == TRUTH_TOPIC:
-            truth = truth or message.message
-        else:
-            live.append(message.message)
-    return truth, live
+        return None, []
+    found = _indexed_messages(path, wanted)
+    if found is None:  # not one indexed mcap file: through rosbags' reader
+        found = {topic: [] for topic in wanted}
+        for message in read_bag(path, wanted, deserialize="rclpy"):
+            found[message.topic].append(message.message)
+    truth = found.get(TRUTH_TOPIC) or [None]
+    return truth[0], found.get(LIVE_TOPIC, [])
+
+
+def _indexed_messages(path: Path, topics: list[str]) -> dict[str, list] | None:
+    """The first truth and every live estimate of an indexed mcap bag, through its index
+    (``bags.read_topic_records``: no second reader of the bag); None for any other bag."""
+    from rclpy.serialization import deserialize_message
+
+    from ..bags import rclpy_class, read_topic_records
+
+    records = read_topic_records(path, topics)
+    if records is None:
+        return None
+    found = {}
+    for topic, messages in records.items():
+        kind = rclpy_class(messages.msgtype)
+        count = min(len(messages), 1) if topic == TRUTH_TOPIC else len(messages)
+        found[topic] = [deserialize_message(messages.message(k), kind) for k in range(count)]
+    return found
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

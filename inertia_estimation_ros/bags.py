@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import importlib
+import mmap
 import shutil
 import struct
 import sys
@@ -383,17 +384,19 @@ def read_topic_records(path: str | Path, topics: Iterable[str]) -> dict[str, Top
     wanted = {c.id: c for c in connections if c.topic in set(topics)}
     if not chunks or any(c.compression not in DECOMPRESSORS for c in chunks):
         return None
-    file = file_path.read_bytes()
     try:
-        return _records(file, chunks, wanted, DECOMPRESSORS)
+        with file_path.open("rb") as handle:  # mapped, not read: no copy of the whole file
+            file = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        return _records(memoryview(file), chunks, wanted, DECOMPRESSORS)
     except (IndexError, ValueError, struct.error):  # a damaged index: read_bag says so
         return None
 
 
 def _records(
-    file: bytes, chunks: list, wanted: dict, decompressors: dict
+    file: memoryview, chunks: list, wanted: dict, decompressors: dict
 ) -> dict[str, TopicRecords] | None:
-    """``read_topic_records`` of an mcap file's bytes, its chunk index and connections."""
+    """``read_topic_records`` of an mcap file's bytes, its chunk index and connections (what
+    it returns holds copies: no view of ``file``)."""
     types = {c.topic: c.msgtype for c in wanted.values()}
     if len(types) != len({(c.topic, c.msgtype) for c in wanted.values()}):
         return None  # a topic of two types
@@ -420,8 +423,8 @@ def _payloads(body: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.n
     return np.concatenate([body[a : a + n] for a, n in zip(starts, lengths, strict=True)])
 
 
-def _chunk_records(file: bytes, chunk: Any, decompressors: dict) -> bytes:
-    """The uncompressed records of a chunk."""
+def _chunk_records(file: memoryview, chunk: Any, decompressors: dict) -> memoryview | bytes:
+    """The uncompressed records of a chunk (a view of ``file`` if it is not compressed)."""
     start = chunk.chunk_start_offset + 9 + 40 + len(chunk.compression)
     data = file[start : start + chunk.compressed_size]
     return decompressors[chunk.compression](data, chunk.uncompressed_size)

@@ -1,41 +1,47 @@
 """``inertia_estimation``: the command-line tool. One subcommand per module under ``commands/``.
 
 Run ``inertia_estimation --help`` for the list, ``inertia_estimation <command> --help`` for each.
+A command line that names its command imports that command's module alone (``estimate`` does
+not load the simulator's, the recorder's or the planner's modules).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from importlib import import_module
 
-from .commands import (
-    bag_repair,
-    demo,
-    estimate,
-    plan,
-    record,
-    replay,
-    report,
-    simulate,
-    verify,
-)
+# Each command's name and its module under ``commands/``, in the order ``--help`` lists them.
+COMMANDS = {
+    "demo": "demo",
+    "simulate": "simulate",
+    "record": "record",
+    "bag-repair": "bag_repair",
+    "replay": "replay",
+    "estimate": "estimate",
+    "report": "report",
+    "plan": "plan",
+    "verify": "verify",
+}
 
-COMMANDS = [demo, simulate, record, bag_repair, replay, estimate, report, plan, verify]
 
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of ``command`` alone."""
     parser = argparse.ArgumentParser(
         prog="inertia_estimation",
         description="Payload estimation for robot teams: simulate, record, replay and estimate.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="<command>")
-    for module in COMMANDS:
-        module.add_parser(subparsers)
+    for name, module in COMMANDS.items():
+        if command in (None, name):
+            import_module(f"{__package__}.commands.{module}").add_parser(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    named = argv[0] if argv and argv[0] in COMMANDS else None
+    args = build_parser(named).parse_args(argv)
     return int(args.run(args) or 0)
 
 

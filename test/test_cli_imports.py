@@ -2,7 +2,9 @@
 no numpy, scipy, rclpy, MuJoCo, cvxpy, matplotlib, Pinocchio, rosbags or even yaml is
 loaded on those paths. Checked in a fresh interpreter through ``sys.modules`` (a module that
 ``commands/lazy.py`` registered but nothing used yet does not count), not by a timing;
-``bench/bench_cli.py`` measures the time."""
+``bench/bench_cli.py`` measures the time. ``estimate`` on a bag loads neither the simulator,
+MuJoCo, cvxpy, matplotlib nor another command's module, and rclpy only to deserialize a
+recorded ground truth (issue 16: a user times the whole process)."""
 
 from __future__ import annotations
 
@@ -70,3 +72,67 @@ def test_help_and_bad_arguments_load_no_numerics():
         assert run["exit"] == (0 if help_asked else 2), run
         assert "Traceback" not in run["output"], run["output"]
         assert run["output"].strip(), f"{run['case']}: say what is wrong"
+
+
+# What ``estimate`` must not load (issue 16: the whole process's CPU time, start-up included):
+# the simulator, the live nodes' ROS graph, the SDP and plotting libraries, other commands.
+NOT_FOR_ESTIMATE = (
+    "mujoco",
+    "cvxpy",
+    "matplotlib",
+    "pinocchio",
+    "rclpy",  # only to deserialize a recorded ground truth or live estimate, none here
+    "inertia_estimation_ros.sim",
+    "inertia_estimation_ros.ros.nodes",
+    *(
+        f"inertia_estimation_ros.commands.{name}"
+        for name in ("demo", "simulate", "record", "replay", "plan", "verify", "bag_repair")
+    ),
+)
+
+ESTIMATE_PROBE = """
+import contextlib, io, json, sys
+from inertia_estimation_ros.cli import main
+
+out = io.StringIO()
+with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+    code = main(["estimate", BAG])
+loaded = sorted(name for name in NOT_FOR_ESTIMATE if name in sys.modules)
+print(json.dumps({"exit": code, "loaded": loaded, "output": out.getvalue()}))
+"""
+
+GRASP_STATE = "inertia_estimation_ros/msg/GraspState"
+
+
+def analytic_bag(path: Path) -> Path:
+    """3 s of the paper's three robots at 100 Hz (the analytic simulator), GraspState only."""
+    import numpy as np
+
+    from inertia_estimation_ros.bags import BagWriter
+    from inertia_estimation_ros.ros.conversions import to_grasp_state
+    from inertia_estimation_ros.sim import analytic as an
+
+    rng = np.random.default_rng(0)
+    team = an.paper_team()
+    t = np.arange(0.0, 3.0, 0.01)
+    sim = an.simulate(team, an.paper_payload(), an.paper_kinematics_motion(rng), t, rng=rng)
+    with BagWriter(path) as writer:
+        for k in range(len(t)):
+            for rid in team.robot_ids:
+                sample = sim.measured[rid].sample(k)
+                message = to_grasp_state(sample, f"{rid}/grasp", f"{rid}/home")
+                stamp = 10**9 + 10**7 * k + 1
+                writer.write(f"/{rid}/grasp_state", GRASP_STATE, stamp, message)
+    return path
+
+
+def test_estimate_loads_neither_the_simulator_nor_ros_nor_other_commands(tmp_path):
+    bag = analytic_bag(tmp_path / "bag")
+    script = f"NOT_FOR_ESTIMATE = {NOT_FOR_ESTIMATE!r}\nBAG = {str(bag)!r}\n{ESTIMATE_PROBE}"
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = json.loads(done.stdout)
+    assert run["exit"] == 0 and "whole process: CPU" in run["output"], run["output"]
+    assert not run["loaded"], f"inertia_estimation estimate loads {run['loaded']}"

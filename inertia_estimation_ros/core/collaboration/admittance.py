@@ -175,17 +175,42 @@ class AdmittanceState:
         )
 
 
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a x b for 3-vectors (np.cross costs 20x more on single vectors)."""
-    (a0, a1, a2), (b0, b1, b2) = a.tolist(), b.tolist()
-    return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+# The RK4 stages work on 3-vectors as tuples of floats and 3x3 matrices as tuples of rows:
+# a dozen 3-element numpy calls per stage cost more in numpy's per-call overhead than in
+# arithmetic (issue 14: the planner's CPU per instant).
+Vector = tuple[float, float, float]
+Rows = tuple[Vector, Vector, Vector]
 
 
-def dexp_inverse(u: np.ndarray, omega: np.ndarray) -> np.ndarray:
+def _rows(A: np.ndarray) -> Rows:
+    return tuple(tuple(row) for row in A.tolist())
+
+
+def _times(A: Rows, x: Vector) -> Vector:
+    """A x."""
+    (a, b, c), (x0, x1, x2) = A, x
+    return (
+        a[0] * x0 + a[1] * x1 + a[2] * x2,
+        b[0] * x0 + b[1] * x1 + b[2] * x2,
+        c[0] * x0 + c[1] * x1 + c[2] * x2,
+    )
+
+
+def _cross(a: Vector, b: Vector) -> Vector:
+    (a0, a1, a2), (b0, b1, b2) = a, b
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+def _minus(a: Vector, b: Vector) -> Vector:
+    return a[0] - b[0], a[1] - b[1], a[2] - b[2]
+
+
+def dexp_inverse(u: Vector, omega: Vector) -> Vector:
     """dexp_u^-1 omega on so(3) to third order: omega - [u] omega / 2 + [u]^2 omega / 12
     (enough for a fourth-order RKMK step)."""
     c = _cross(u, omega)
-    return omega - 0.5 * c + _cross(u, c) / 12.0
+    d = _cross(u, c)
+    return tuple(w - 0.5 * ci + di / 12.0 for w, ci, di in zip(omega, c, d, strict=True))
 
 
 class Admittance:
@@ -205,8 +230,12 @@ class Admittance:
         self.nominal = (start.p.copy(), start.R.copy())
         self.filtered = np.zeros(6)
         self.stopping = False
-        self._inverse_mass = np.linalg.inv(gains.mass)
-        self._inverse_inertia = np.linalg.inv(gains.inertia)
+        self._inverse_mass = _rows(np.linalg.inv(gains.mass))
+        self._inverse_inertia = _rows(np.linalg.inv(gains.inertia))
+        self._matrices = {
+            name: _rows(getattr(gains, name))
+            for name in ("damping_linear", "damping_angular", "inertia", "stiffness_linear")
+        }
         self._walls = bool(np.isfinite([gains.wall_lower, gains.wall_upper]).any())
         margins = (gains.wall_lower + gains.wall_margin, gains.wall_upper - gains.wall_margin)
         self._margins = tuple(zip(*(m.tolist() for m in margins), strict=True))
@@ -247,38 +276,40 @@ class Admittance:
         return self.filtered.copy()
 
     # ----- dynamics -----------------------------------------------------------------------
-    def _wall_force(self, p: np.ndarray) -> np.ndarray:
+    def _wall_force(self, p: Vector) -> Vector:
         """The spring of every wall whose margin p has entered, in {w} (D damps it)."""
-        g = self.gains
-        inside_low = np.clip(g.wall_lower + g.wall_margin - p, 0.0, None)
-        inside_high = np.clip(p - (g.wall_upper - g.wall_margin), 0.0, None)
-        return g.wall_stiffness * (inside_low - inside_high)
-
-    def _clear_of_walls(self, p: np.ndarray) -> bool:
-        """p outside every wall's margin (there the walls' force is exactly zero); NaN is not."""
-        return all(
-            low <= x <= high for x, (low, high) in zip(p.tolist(), self._margins, strict=True)
+        k = self.gains.wall_stiffness
+        return tuple(
+            k * (max(low - x, 0.0) - max(x - high, 0.0))
+            for x, (low, high) in zip(p, self._margins, strict=True)
         )
 
+    def _clear_of_walls(self, p: Vector) -> bool:
+        """p outside every wall's margin (there the walls' force is exactly zero); NaN is not."""
+        return all(low <= x <= high for x, (low, high) in zip(p, self._margins, strict=True))
+
     def _accelerations(
-        self, w: np.ndarray, p: np.ndarray, R: np.ndarray | None, v: np.ndarray, omega: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
+        self, w: tuple[Vector, Vector], p: Vector, R: np.ndarray | None, v: Vector, omega: Vector
+    ) -> tuple[Vector, Vector]:
         """(a, alpha) of eq. 40, the Euler term of a full rotational M included, clipped to
-        the acceleration limits. R is needed (and may be None otherwise) only with a
-        rotational spring; zero terms are skipped (the same numbers)."""
-        g = self.gains
+        the acceleration limits; w = (force, moment). R is needed (and may be None otherwise)
+        only with a rotational spring; zero terms are skipped (the same numbers)."""
+        g, matrices = self.gains, self._matrices
         linear_spring, angular_spring = self._springs
-        force = w[FORCE] - g.damping_linear @ v
+        force = _minus(w[0], _times(matrices["damping_linear"], v))
         if linear_spring:
-            force = force - g.stiffness_linear @ (p - self.nominal[0])
+            offset = _minus(p, tuple(self.nominal[0].tolist()))
+            force = _minus(force, _times(matrices["stiffness_linear"], offset))
         if self._walls and not self._clear_of_walls(p):
-            force = force + self._wall_force(p)
-        moment = w[MOMENT] - g.damping_angular @ omega
+            wall = self._wall_force(p)
+            force = tuple(f + x for f, x in zip(force, wall, strict=True))
+        moment = _minus(w[1], _times(matrices["damping_angular"], omega))
         if angular_spring:
-            moment = moment - g.stiffness_angular @ log3(self.nominal[1].T @ R)
-        moment = moment - _cross(omega, g.inertia @ omega)
-        a = _clip_norm(self._inverse_mass @ force, g.max_linear_acceleration)
-        alpha = _clip_norm(self._inverse_inertia @ moment, g.max_angular_acceleration)
+            spring = g.stiffness_angular @ log3(self.nominal[1].T @ R)
+            moment = _minus(moment, tuple(spring.tolist()))
+        moment = _minus(moment, _cross(omega, _times(matrices["inertia"], omega)))
+        a = _clip_norm(_times(self._inverse_mass, force), g.max_linear_acceleration)
+        alpha = _clip_norm(_times(self._inverse_inertia, moment), g.max_angular_acceleration)
         return a, alpha
 
     def _braking(self, v: np.ndarray, omega: np.ndarray, dt: float) -> tuple:
@@ -308,30 +339,43 @@ class Admittance:
         return self.state
 
     def _rk4(self, w: np.ndarray, dt: float) -> AdmittanceState:
-        """One RK4 / RKMK4 step of (p, u, v, omega), R = R_n exp(u)."""
+        """One RK4 / RKMK4 step of (p, u, v, omega), R = R_n exp(u), on floats."""
         s = self.state
         angular_spring = self._springs[1]
+        wrench = tuple(w[FORCE].tolist()), tuple(w[MOMENT].tolist())
 
-        def f(x: np.ndarray) -> np.ndarray:
-            p, u, v, omega = x[:3], x[3:6], x[6:9], x[9:]
-            R = s.R @ exp3(u) if angular_spring else None
-            a, alpha = self._accelerations(w, p, R, v, omega)
-            return np.concatenate([v, dexp_inverse(u, omega), a, alpha])
+        def f(x: list[float]) -> list[float]:
+            p, u, v, omega = tuple(x[:3]), tuple(x[3:6]), tuple(x[6:9]), tuple(x[9:])
+            R = s.R @ exp3(np.array(u)) if angular_spring else None
+            a, alpha = self._accelerations(wrench, p, R, v, omega)
+            return [*v, *dexp_inverse(u, omega), *a, *alpha]
 
-        x0 = np.concatenate([s.p, np.zeros(3), s.v, s.omega])
+        def ahead(x: list[float], h: float, k: list[float]) -> list[float]:
+            return [xi + h * ki for xi, ki in zip(x, k, strict=True)]
+
+        x0 = [*s.p.tolist(), 0.0, 0.0, 0.0, *s.v.tolist(), *s.omega.tolist()]
         k1 = f(x0)
-        k2 = f(x0 + 0.5 * dt * k1)
-        k3 = f(x0 + 0.5 * dt * k2)
-        k4 = f(x0 + dt * k3)
-        x = x0 + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+        k2 = f(ahead(x0, 0.5 * dt, k1))
+        k3 = f(ahead(x0, 0.5 * dt, k2))
+        k4 = f(ahead(x0, dt, k3))
+        h = dt / 6.0
+        x = [
+            xi + h * (((a + 2 * b) + 2 * c) + d)
+            for xi, a, b, c, d in zip(x0, k1, k2, k3, k4, strict=True)
+        ]
         g = self.gains
-        v = _clip_norm(x[6:9], g.max_linear_speed)
-        omega = _clip_norm(x[9:], g.max_angular_speed)
-        R = s.R @ exp3(x[3:6])
-        a, alpha = self._accelerations(w, x[:3], R, v, omega)
-        return AdmittanceState(x[:3], R, v, omega, a, alpha)
+        p = tuple(x[:3])
+        v = _clip_norm(tuple(x[6:9]), g.max_linear_speed)
+        omega = _clip_norm(tuple(x[9:]), g.max_angular_speed)
+        R = s.R @ exp3(np.array(x[3:6]))
+        a, alpha = self._accelerations(wrench, p, R, v, omega)
+        v, omega, a, alpha = (np.array(vector) for vector in (v, omega, a, alpha))
+        return AdmittanceState(np.array(p), R, v, omega, a, alpha)
 
 
-def _clip_norm(x: np.ndarray, limit: float) -> np.ndarray:
-    norm = math.sqrt(x.dot(x))  # np.linalg.norm's value, without its checks
-    return x * (limit / norm) if norm > limit else x
+def _clip_norm(x: Vector, limit: float) -> Vector:
+    norm = math.sqrt(x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
+    if norm > limit:
+        scale = limit / norm
+        return x[0] * scale, x[1] * scale, x[2] * scale
+    return x

@@ -7,17 +7,20 @@ may keep it for a whole switch interval. ``SolverProcess`` runs the solves in a 
 child process started once (``spawn``: never a ``fork`` of a process that has DDS threads),
 on one BLAS thread. ``submit`` pickles the job's snapshots (``TeamPipeline.start_solve``,
 no deep copy needed) and hands the bytes to a courier thread, which writes them to the
-child, waits for its answer with the GIL released, and makes the job done: its results and
-each team's ``Solution`` (what ``TeamEstimator.adopt`` takes, far smaller than the
-statistics) in place of the snapshots. ``TeamPipeline.finish_solve`` then takes it as a
+child (only what changed since the child's last job: ``SnapshotPickler``), waits for its
+answer with the GIL released, and makes the job done: its results and each team's
+``Solution`` (what ``TeamEstimator.adopt`` takes, far smaller than the statistics) in place
+of the snapshots. ``TeamPipeline.finish_solve`` then takes it as a
 thread's job: the same estimate bit for bit.
 
 A child that dies (killed, out of memory) is found by the courier and replaced (``restarts``
 and ``events`` say so); the job it was running is run again on the new child, once: if that
 one dies too, the job is done with a ``SolverDiedError`` for each team (the solve failed; the
-estimators solve again next time). The child ignores SIGINT (Ctrl-C reaches
-the whole process group; the parent closes it) and exits when its parent's end of the pipe
-closes, so none outlives the parent by more than the solve under way.
+estimators solve again next time). A child that dies before its first answer failed to
+start: the next one starts after a wait that doubles each time, and after a few such
+failures in a row the solves run in this process (``fallback``). The child ignores SIGINT
+(Ctrl-C reaches the whole process group; the parent closes it) and exits when its parent's
+end of the pipe closes, so none outlives the parent by more than the solve under way.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from multiprocessing.connection import Connection
 
+from inertia_estimation_ros.core.solver_process import READY
+
 
 def fail_at_start(connection: Connection) -> None:
     """A child whose start-up fails (an import error, say)."""
@@ -13,6 +15,7 @@ def fail_at_start(connection: Connection) -> None:
 
 
 def fail_in_first_solve(connection: Connection) -> None:
-    """A child that dies on the first job it reads."""
+    """A child that starts, then dies on the first job it reads."""
+    connection.send_bytes(READY)
     connection.recv_bytes()
     os._exit(4)

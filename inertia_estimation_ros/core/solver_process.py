@@ -16,8 +16,8 @@ thread's job: the same estimate bit for bit.
 A child that dies (killed, out of memory) is found by the courier and replaced (``restarts``
 and ``events`` say so); the job it was running is run again on the new child, once: if that
 one dies too, the job is done with a ``SolverDiedError`` for each team (the solve failed; the
-estimators solve again next time). A child that dies before its first answer failed to
-start: the next one starts after a wait that doubles each time, and after a few such
+estimators solve again next time). A child that dies at start-up or in its first solve failed
+to start: the next one starts after a wait that doubles each time, and after a few such
 failures in a row the solves run in this process (``fallback``). The child ignores SIGINT
 (Ctrl-C reaches the whole process group; the parent closes it) and exits when its parent's
 end of the pipe closes, so none outlives the parent by more than the solve under way.
@@ -57,6 +57,7 @@ STOP_TIMEOUT = 0.5
 REAP_TIMEOUT = 5.0  # [s] for a child whose pipe broke to finish dying (its exit code)
 BACKOFF = (0.5, 30.0)  # [s] first and longest wait before a child that failed to start is replaced
 MAX_FAILED_STARTS = 8  # failed starts in a row before the solves run in the parent
+READY = b"ready"  # the child's first message: started (its imports done)
 
 
 class SolverDiedError(RuntimeError):
@@ -138,7 +139,8 @@ class SnapshotPickler:
 
 
 class SnapshotStore:
-    """The child's side of ``SnapshotPickler``: the shared objects by key."""
+    """The child's side of ``SnapshotPickler``: the shared objects by key (loaded when first
+    referred to; until then their bytes)."""
 
     def __init__(self) -> None:
         self._objects: dict[int, object] = {}
@@ -149,11 +151,8 @@ class SnapshotStore:
         this store does not hold yet. Objects no longer needed are dropped."""
         needed = set(keys)
         self._objects = {k: o for k, o in self._objects.items() if k in needed}
-        self._data = new
-        try:
-            return self._unpickle(data)
-        finally:
-            self._data = {}
+        self._data = {k: b for k, b in (self._data | new).items() if k in needed}
+        return self._unpickle(data)
 
     def _unpickle(self, data: bytes) -> object:
         unpickler = pickle.Unpickler(io.BytesIO(data))
@@ -164,7 +163,7 @@ class SnapshotStore:
         key, verdict = reference
         obj = self._objects.get(key)
         if obj is None:
-            obj = self._objects[key] = self._unpickle(self._data[key])
+            obj = self._objects[key] = self._unpickle(self._data.pop(key))
         if verdict is not None:  # the live segment's, not what the last solve here left
             obj.used, obj.external_force, obj.external_moment = verdict
         return obj
@@ -190,6 +189,7 @@ def serve(connection: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     store = SnapshotStore()
     with threadpool_limits(limits=1, user_api="blas"):
+        connection.send_bytes(READY)
         while True:
             try:
                 keys, new_keys = pickle.loads(connection.recv_bytes())
@@ -215,11 +215,11 @@ def _exit() -> None:
 class SolverProcess(JobSlot):
     """One ``SolveJob`` at a time in a child process (module docstring); ``tag`` travels with
     its job. ``restarts`` counts the children that died and were replaced; ``events`` says
-    why (read and cleared by the owner). A child that dies before its first answer is a
-    failed start: the next one starts after ``backoff`` = (first, longest) seconds, doubling;
-    after ``max_failures`` failed starts in a row the solves run in this process
-    (``fallback``; ``problem`` says so, as it says why while backing off). ``target`` is
-    the child's loop (``serve``; tests give one that fails)."""
+    why (read and cleared by the owner). A child that dies before it is ready (``READY``)
+    or in its first job is a failed start: the next one starts after ``backoff`` = (first,
+    longest) seconds, doubling; after ``max_failures`` failed starts in a row the solves run
+    in this process (``fallback``; ``problem`` says so, as it says why while backing off).
+    ``target`` is the child's loop (``serve``; tests give one that fails)."""
 
     copies_on_submit = True
 
@@ -243,6 +243,7 @@ class SolverProcess(JobSlot):
         self._pickler = SnapshotPickler()
         self._held: set[int] = set()  # the keys the child (or the local store) holds
         self._local = SnapshotStore()
+        self._ready = False  # the child has started (``READY``)
         self._answered = False  # the child has answered a job
         self._process, self._connection = self._start_child()
         self._courier = threading.Thread(target=self._loop, name=f"{name} courier", daemon=True)
@@ -251,6 +252,11 @@ class SolverProcess(JobSlot):
     @property
     def pid(self) -> int | None:
         return None if self.fallback else self._process.pid
+
+    @property
+    def ready(self) -> bool:
+        """The child has started (its imports done: it takes jobs at once)."""
+        return self._ready and not self.fallback
 
     def submit(self, job: SolveJob, tag: Any = None) -> None:
         """Pickle the job's snapshots now (the caller goes on changing its estimators) and
@@ -278,7 +284,7 @@ class SolverProcess(JobSlot):
         process.daemon = True
         process.start()
         theirs.close()  # the child's end lives in the child only: its death closes the pipe
-        self._held, self._answered = set(), False  # a new child gets everything
+        self._held, self._ready, self._answered = set(), False, False  # it gets everything
         return process, ours
 
     def _stop_child(self) -> None:
@@ -296,8 +302,21 @@ class SolverProcess(JobSlot):
                 job, tag, data, needed = entry
                 self._solve(job, data, needed)
                 self._finish(job, tag)
-            elif not (self._closed or self.fallback or self._process.is_alive()):
-                self._restart("while idle")
+            elif not (self._closed or self.fallback):
+                self._check_idle_child()
+
+    def _check_idle_child(self) -> None:
+        """Note that the child started; replace it if it died."""
+        with contextlib.suppress(EOFError, OSError):  # a dead child: found below
+            if not self._ready and self._connection.poll():
+                self._await_ready()
+        if not self._process.is_alive():
+            self._restart("while idle")
+
+    def _await_ready(self) -> None:
+        if self._connection.recv_bytes() != READY:
+            raise OSError("the solver process did not start as expected")
+        self._ready = True
 
     def _solve(self, job: SolveJob, data: bytes, needed: dict[int, bytes]) -> None:
         """Run the job in the child (in this process once fallen back); its results and
@@ -324,6 +343,8 @@ class SolverProcess(JobSlot):
         new = {k: b for k, b in needed.items() if k not in self._held}
         if self.fallback:
             return solve_snapshot(self._local, list(needed), new, data)
+        if not self._ready:
+            self._await_ready()
         parts = (pickle.dumps((list(needed), list(new))), *new.values(), data)
         for part in parts:
             self._connection.send_bytes(part)
@@ -334,7 +355,7 @@ class SolverProcess(JobSlot):
         return answer
 
     def _restart(self, when: str) -> str:
-        """Replace a dead child (after the back-off if it died before its first answer; none
+        """Replace a dead child (after the back-off if it failed to start; none
         after ``max_failures`` such deaths: fall back); returns what happened."""
         self._process.join(REAP_TIMEOUT)
         code = self._process.exitcode
@@ -342,17 +363,20 @@ class SolverProcess(JobSlot):
         self._connection.close()
         if self._closed:  # shutting down: no new child
             return f"the solver process ended {when} ({how}) while closing"
-        ended = f"the solver process ended {when} ({how})"
-        if self._answered:
-            return self._replace(ended)
+        if self._ready and (self._answered or when == "while idle"):
+            return self._replace(f"the solver process ended {when} ({how})")
         self.failed_starts += 1
+        failed = (
+            f"the solver process failed to start ({how}, {when}; at start-up or in its first "
+            f"solve), {self.failed_starts} times in a row"
+        )
         if self.failed_starts >= self._max_failures:
-            return self._fall_back(ended)
+            return self._fall_back(failed)
         delay = min(self._backoff[0] * 2 ** (self.failed_starts - 1), self._backoff[1])
         self.problem = (
-            f"{ended} before its first solve, {self.failed_starts} times in a row: a new one "
-            f"starts in {delay:g} s (a solve fails if two children in a row die on it; after "
-            f"{self._max_failures} failed starts the solves run in the node's process). "
+            f"{failed}: a new one starts in {delay:g} s (a solve fails if two children in a "
+            f"row die on it; after {self._max_failures} failed starts the solves run in the "
+            "node's process). "
             "Check the log for the child's error (an import failing, memory) and the Python "
             "environment"
         )
@@ -375,13 +399,12 @@ class SolverProcess(JobSlot):
             self.events.append(message)
         return message
 
-    def _fall_back(self, ended: str) -> str:
+    def _fall_back(self, failed: str) -> str:
         self.fallback = True
         self._held = set()
         self.problem = (
-            f"{ended} before its first solve, {self.failed_starts} times in a row: the "
-            "solves now run in the node's process (they share its interpreter with the "
-            "updates: slower updates while they run). Check the log for the child's error "
+            f"{failed}: the solves now run in the node's process (they share its interpreter "
+            "with the updates: slower updates while they run). Check the log for the child's error "
             "(an import failing, memory) and restart the node"
         )
         self.events.append(self.problem)

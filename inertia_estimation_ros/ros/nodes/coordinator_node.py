@@ -738,7 +738,7 @@ class CoordinatorNode(Node):
             "internal errors": str(self.internal_errors),
             "frozen": str(self.pipeline.frozen),
             "solver": self.params.solver,
-            "solver process": str(self._solver.pid or ""),
+            "solver process": str(self._solver.pid if self._solver.ready else ""),
             "solver restarts": str(self._solver.restarts),
             **{f"external wrench: {k}": str(n) for k, n in self.external_wrench.counts().items()},
         }

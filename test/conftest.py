@@ -56,3 +56,19 @@ def ros_context():
     yield context
     if context.ok():
         rclpy.shutdown(context=context)
+
+
+@pytest.fixture
+def graph():
+    """A context with a ``coordinator_graph.Listener`` spinning, and a node for a team's
+    publishers (``TeamPublisher``)."""
+    import rclpy
+    from coordinator_graph import Listener, start
+    from rclpy.node import Node
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    listener = Listener(context=context)
+    group = start(context, listener)
+    yield listener, Node("team", context=context)
+    group.stop()

@@ -11,17 +11,13 @@ import math
 import time
 
 import pytest
-import rclpy
 from coordinator_graph import (
     CoordinatorProcess,
     Listener,
     TeamPublisher,
-    start,
     team_messages,
     wait_for,
 )
-from rclpy.context import Context
-from rclpy.node import Node
 
 SLOW = 60.0  # [s] generous bound for each wait on a loaded 2-core machine
 
@@ -29,17 +25,6 @@ SLOW = 60.0  # [s] generous bound for each wait on a loaded 2-core machine
 @pytest.fixture(scope="module")
 def messages():
     return team_messages()
-
-
-@pytest.fixture
-def graph():
-    """A context with the listener spinning and a team node for the publisher."""
-    context = Context()
-    rclpy.init(context=context)
-    listener = Listener(context=context)
-    group = start(context, listener)
-    yield listener, Node("team", context=context)
-    group.stop()
 
 
 def kinematics_samples(listener: Listener) -> int:

@@ -1,30 +1,34 @@
 """Solves in a process of their own (``core.solver_process.SolverProcess``): the same estimates
-as the solver thread bit for bit, warm starts adopted across the two processes; a killed child
-is reported and replaced; shutdown leaves no process behind. Then the same for
+as the solver thread bit for bit, warm starts adopted across the two processes, solve after
+solve with only the changed statistics sent (resets and freezes between); a killed child is
+reported and replaced; one that keeps failing to start is replaced after a growing wait,
+then the solves run in the parent; shutdown leaves no process behind. Then the same for
 ``coordinator_node`` as its own process over DDS (hard timeouts, no timed assertions)."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import pickle
 import signal
 
 import numpy as np
 import pytest
-import rclpy
 from coordinator_data import ROBOTS, team_session
 from coordinator_graph import (
     CoordinatorProcess,
     Listener,
     TeamPublisher,
-    start,
     team_messages,
     wait_for,
 )
-from rclpy.context import Context
-from rclpy.node import Node
+from solver_targets import fail_at_start, fail_in_first_solve
 
-from inertia_estimation_ros.core.solver_process import SolverDiedError, SolverProcess
+from inertia_estimation_ros.core.solver_process import (
+    SnapshotPickler,
+    SolverDiedError,
+    SolverProcess,
+)
 from inertia_estimation_ros.core.solver_thread import SolverThread
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
 
@@ -102,36 +106,82 @@ def test_the_process_gives_the_threads_estimates_bit_for_bit(process):
         threaded.close(TIMEOUT)
 
 
-def test_pieces_carry_every_array_layout_bit_for_bit_and_writable():
-    """``pickled`` / ``unpickled`` over a pipe: C- and F-ordered, strided and empty arrays,
-    object arrays and plain values come back equal to the bit, the arrays writable (the
-    solve works on them), and the pieces are copies (the sender goes on changing its own)."""
-    import multiprocessing
+@pytest.mark.timeout(900)
+def test_solve_after_solve_only_changes_are_sent_and_the_estimates_stay_the_threads(process):
+    """Consecutive solves, a reset (the same data again: new statistics, nothing of the old
+    base may be used), a freeze and a full solve between: every estimate and solution the
+    thread's bit for bit; after the first solve, the snapshots send a fraction of their
+    bytes."""
+    series = team_session(offsets=False)[2]
+    n = len(series["robot_1"])
+    threaded = SolverThread("test thread")
+    ours, theirs = (
+        TeamPipeline(ROBOTS, "robot_1", SETTINGS),
+        TeamPipeline(ROBOTS, "robot_1", SETTINGS),
+    )
+    sent = []
+    steps = [range(k, k + n // 6) for k in range(0, n // 2, n // 6)]
+    try:
+        for stage in ("first", "after reset"):
+            for k_range in steps:
+                fed(series, k_range, ours), fed(series, k_range, theirs)
+                assert same(solved(process, ours), solved(threaded, theirs))
+                sent.append(process.sent_bytes)
+                assert same(ours.full.estimator.solution(), theirs.full.estimator.solution())
+            if stage == "first":
+                ours.freeze(), theirs.freeze()
+                fed(series, steps[-1], ours), fed(series, steps[-1], theirs)
+                assert same(solved(process, ours, True), solved(threaded, theirs, True))
+                ours.unfreeze(), theirs.unfreeze()
+                ours.reset(), theirs.reset()
+        whole = len(pickle.dumps(ours.start_solve(copy=False).snapshots))
+        assert max(sent[1:]) < whole  # only the last segment and the kinematics' sums
+    finally:
+        threaded.close(TIMEOUT)
 
-    from inertia_estimation_ros.core.solver_process import pickled, unpickled
 
-    rng = np.random.default_rng(0)
-    c = rng.standard_normal((7, 5))
-    value = {
-        "c": c,
-        "f": np.asfortranarray(c),
-        "strided": c[::2, 1:],
-        "empty": np.empty((0, 6)),
-        "ints": np.arange(5),
-        "objects": np.array([None, "x"], dtype=object),
-        "nan": np.array([np.nan, -0.0]),
-        "plain": (1.5, "s", None),
-    }
-    expected = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in value.items()}
-    ours, theirs = multiprocessing.Pipe()
-    data = pickled(value)
-    c[:] = 0.0  # after pickling: the pieces are copies
-    ours.send_bytes(data)
-    back = unpickled(theirs.recv_bytes())
-    objects = back.pop("objects"), expected.pop("objects")
-    assert same(back, expected) and objects[0].tolist() == objects[1].tolist()
-    assert all(v.flags.writeable for v in back.values() if isinstance(v, np.ndarray))
-    assert back["f"].flags.f_contiguous
+def test_a_changed_shared_object_is_sent_again():
+    series = team_session(offsets=False)[2]
+    pipeline = fed(series, range(300))
+    pickler = SnapshotPickler()
+    first = pickler.dumps(pipeline.full.estimator)[1]
+    assert first  # the wrench segments and their clusters
+    again = pickler.dumps(pipeline.full.estimator)[1]
+    assert again == first  # nothing changed: the same keys and bytes
+    fed(series, range(300, 400), pipeline)
+    changed = pickler.dumps(pipeline.full.estimator)[1]
+    assert set(changed) - set(first) and set(changed) & set(first)  # new, and some kept
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("target", [fail_at_start, fail_in_first_solve])
+def test_a_child_that_keeps_failing_to_start_backs_off_then_the_parent_solves(target):
+    """Each failed start waits longer (0.05, then 0.1 s at most here) and says why; a job
+    is run on two children at most, then fails; after 3 failed starts (idle or during a
+    job) the solves run in the parent: the thread's estimates."""
+    series = team_session(offsets=False)[2]
+    ours, theirs = fed(series, range(400)), fed(series, range(400))
+    threaded = SolverThread("test thread")
+    failing = SolverProcess("failing solver", target, backoff=(0.05, 0.1), max_failures=3)
+    try:
+        for _ in range(3):  # each failed job takes at least one failed start
+            failing.submit(ours.start_solve(full=True, copy=False))
+            assert failing.wait(TIMEOUT)
+            job = failing.take()[0]
+            if not isinstance(job.results["full"], SolverDiedError):
+                break
+            with pytest.raises(SolverDiedError):
+                ours.finish_solve(job)
+        assert failing.failed_starts == 3
+        assert failing.fallback and failing.pid is None and failing.restarts == 2
+        events = list(failing.events)
+        assert "starts in 0.05 s" in events[0] and "starts in 0.1 s" in events[1]
+        assert "now run in the node's process" in events[-1] == failing.problem
+        assert same(ours.finish_solve(job), solved(threaded, theirs, full=True))
+        assert same(solved(failing, ours, full=True), solved(threaded, theirs, full=True))
+    finally:
+        failing.close(TIMEOUT)
+        threaded.close(TIMEOUT)
 
 
 @pytest.mark.timeout(600)
@@ -193,16 +243,6 @@ def test_the_child_ignores_ctrl_c(process):
     os.kill(process.pid, signal.SIGINT)
     assert same(solved(process, pipeline, full=True), expected)
     assert process.restarts == 0
-
-
-@pytest.fixture
-def graph():
-    context = Context()
-    rclpy.init(context=context)
-    listener = Listener(context=context)
-    group = start(context, listener)
-    yield listener, Node("team", context=context)
-    group.stop()
 
 
 def parent_of(pid: int) -> int:

@@ -76,12 +76,14 @@ class JobSlot:
 
 
 class SolverThread(JobSlot):
-    """One ``SolveJob`` at a time on a daemon thread. ``pid``, ``restarts``, ``events`` and
-    ``copies_on_submit`` are ``SolverProcess``'s: no process, never restarted, solves the
-    job's estimators as they are."""
+    """One ``SolveJob`` at a time on a daemon thread. ``pid``, ``ready``, ``restarts``, ``problem``,
+    ``events`` and ``copies_on_submit`` are ``SolverProcess``'s: no process, never
+    restarted, solves the job's estimators as they are."""
 
     pid = None
     restarts = 0
+    problem = ""
+    ready = True
     copies_on_submit = False  # its jobs need copies (``TeamPipeline.start_solve(copy=True)``)
 
     def __init__(self, name: str = "solver") -> None:

@@ -600,10 +600,7 @@ class CoordinatorNode(Node):
     def _report_solver_restarts(self) -> None:
         """Log each death of the solver process (it is restarted; /diagnostics counts them)."""
         while self._solver.events:
-            self.get_logger().error(
-                f"{self._solver.events.popleft()}. If it repeats, check the memory "
-                "(dmesg: out-of-memory kills) and report it."
-            )
+            self.get_logger().error(self._solver.events.popleft())
 
     def _answer(self, command: tuple[str, Future], answer: tuple[bool, str]) -> None:
         command[1].set_result(answer)  # sends the service's response (``_serve``)
@@ -741,10 +738,12 @@ class CoordinatorNode(Node):
             "internal errors": str(self.internal_errors),
             "frozen": str(self.pipeline.frozen),
             "solver": self.params.solver,
-            "solver process": str(self._solver.pid or ""),
+            "solver process": str(self._solver.pid if self._solver.ready else ""),
             "solver restarts": str(self._solver.restarts),
             **{f"external wrench: {k}": str(n) for k, n in self.external_wrench.counts().items()},
         }
+        if self._solver.problem:
+            return Status("worker", "ERROR", self._solver.problem, values)
         if self._last_error:
             message = f"internal error: {self._last_error} (see the log; ~/reset may recover)"
             return Status("worker", "ERROR", message, values)

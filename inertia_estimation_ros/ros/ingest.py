@@ -1,19 +1,24 @@
 """Grasp messages into a ``TeamPipeline``: the one path of the coordinator node and of
 ``inertia_estimation estimate`` (bags), for ``GraspState`` and ``GraspStateArray`` alike.
-Each message is converted once (``convert``, or ``convert_raw`` from its CDR bytes); the
-coordinator hands the same samples to its external wrench output and, later, to the pipeline
-(``push_converted``)."""
+A message is converted by ``convert``, or ``convert_raw`` from its CDR bytes, and pushed by
+``push_converted``. The coordinator's worker takes the messages of a cycle at once
+(``push_raw``): each robot's messages read from their bytes as rows of one array, converted
+by one ``grasp_samples`` call and pushed as one batch, a fixed number of numpy calls per
+robot and cycle whatever the number of messages."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.samples import GraspSample
+import numpy as np
+
+from ..core.samples import GraspBatch, GraspSample
 from ..core.team_pipeline import TeamPipeline
 from ..msg import GraspState, GraspStateArray
 from .bag_grasps import decode_grasp_state, decode_grasp_state_array
 from .conversions import grasp_sample, grasp_samples
+from .grasp_layout import LAYOUTS, RawLayout
 
 # The topics a robot's samples come on, relative to its namespace, and their messages.
 GRASP_TOPICS = {"grasp_state": GraspState, "grasp_state_array": GraspStateArray}
@@ -85,3 +90,69 @@ def push_message(
 ) -> None:
     """``convert`` then ``push_converted``."""
     push_converted(pipeline, convert(robot_id, msg), received)
+
+
+class RawReader:
+    """Reads the messages of one worker cycle (``push_raw``), keeping each robot topic's
+    layout (``grasp_layout.RawLayout``) for the next cycles."""
+
+    def __init__(self) -> None:
+        self._layouts: dict[tuple[str, str], RawLayout | None] = {}
+
+    def runs(
+        self, messages: Sequence[tuple[str, str, bytes, float]], clock: float = 0.0
+    ) -> dict[str, tuple[GraspBatch, str, np.ndarray]] | None:
+        """Per robot, its messages (robot id, topic, CDR bytes, arrival time) one after the
+        other: (their samples as one batch, their frame id, each sample's arrival time plus
+        ``clock``).
+        None unless every robot's messages are of one layout read from the bytes (one
+        topic, one length, the same strings, array lengths and flags), the same samples
+        bit for bit as ``convert_raw`` of each."""
+        members: dict[str, list[int]] = {}
+        for k, message in enumerate(messages):
+            members.setdefault(message[0], []).append(k)
+        runs = {}
+        for robot, ks in members.items():
+            topic, raws = messages[ks[0]][1], [messages[k][2] for k in ks]
+            if any(messages[k][1] != topic for k in ks):
+                return None
+            layout = self._layout(robot, topic, raws[0])
+            if layout is None or any(len(raw) != layout.length for raw in raws):
+                return None
+            rows = np.frombuffer(b"".join(raws), np.uint8).reshape(len(raws), layout.length)
+            if not layout.same(rows).all():
+                return None
+            batch = grasp_samples(layout.read_rows(rows))
+            if not len(batch):
+                return None
+            arrivals = np.array([messages[k][3] for k in ks]) + clock
+            runs[robot] = (batch, layout.frame_id, np.repeat(arrivals, len(batch) // len(ks)))
+        return runs
+
+    def _layout(self, robot: str, topic: str, raw: bytes) -> RawLayout | None:
+        """The kept layout if ``raw`` has it, else ``raw``'s own (kept for the next)."""
+        layout = self._layouts.get((robot, topic))
+        if layout is not None and len(raw) == layout.length:
+            if layout.same(np.frombuffer(raw, np.uint8)[None])[0]:
+                return layout
+        layout = self._layouts[(robot, topic)] = LAYOUTS[topic](raw, robot)
+        return layout
+
+
+def push_raw(
+    pipeline: TeamPipeline,
+    messages: Sequence[tuple[str, str, bytes, float]],
+    reader: RawReader,
+    clock: float = 0.0,
+) -> None:
+    """The messages of one cycle (robot id, topic, CDR bytes, arrival time), in the order
+    they arrived, into the pipeline: each robot's as one batch (``RawReader.runs``,
+    ``TeamPipeline.push_runs``) when they are all read from the bytes and all accepted as
+    they come, else one by one (``convert_raw``, ``push_converted``) in their order, with
+    the same samples, refusals and counts either way. ``clock`` is added to the arrival
+    times (e.g. the pipeline's clock minus the one they were read on)."""
+    runs = reader.runs(messages, clock) if messages else None
+    if runs is not None and pipeline.push_runs(runs):
+        return
+    for robot, topic, raw, received in messages:
+        push_converted(pipeline, convert_raw(robot, topic, raw), received + clock)

@@ -100,23 +100,37 @@ class GraspStateOffsets:
 
 @dataclass(frozen=True)
 class RawLayout:
-    """The fields of messages of one length and the same fixed bytes: ``fields`` (name,
-    dtype, count, offset) of the samples' values (``count`` values for M = 1 sample per
-    message of GraspState, ``width * K`` of GraspStateArray), ``fixed`` the byte offsets that
-    every message of the layout shares with ``template`` (its first message)."""
+    """The fields of messages of one length, the same strings and the same other fixed
+    bytes: ``fields`` (name, dtype, count, offset) of the samples' values (``count`` values
+    for the one sample of a GraspState, ``width * K`` of a GraspStateArray), ``strings`` the
+    bytes of the strings, ``fixed`` the other byte offsets that every message of the layout
+    shares with ``template`` (its first message: encapsulation, array lengths, flags)."""
 
     robot_id: str
     frame_id: str
     length: int
     fields: tuple[tuple[str, np.dtype, int, int], ...]
     flags: tuple[bool, bool, bool]  # has_force, has_torque, has_gravity
+    strings: bytes
     fixed: np.ndarray
     template: np.ndarray
     grasp_state: bool  # one sample per message, its quaternion checked per message
 
+    @property
+    def shape(self) -> tuple:
+        """What messages of several robots must share to be read as rows of one array."""
+        return self.length, self.fields, self.flags, self.grasp_state
+
+    def has(self, raw: bytes) -> bool:
+        """Whether a message has this layout's length and strings (``same`` checks the rest)."""
+        return len(raw) == self.length and raw[STRINGS : STRINGS + len(self.strings)] == (
+            self.strings
+        )
+
     def same(self, rows: np.ndarray) -> np.ndarray:
-        """Per row of message bytes (M, length): whether it has this layout (and, for a
-        GraspState, a nonzero quaternion: a zero one is refused by name on the other path)."""
+        """Per row of message bytes (M, length) with this layout's shape: whether its fixed
+        bytes but the strings are this layout's (and, for a GraspState, its quaternion
+        nonzero: a zero one is refused by name on the other path)."""
         ok = (rows[:, self.fixed] == self.template[self.fixed]).all(axis=1)
         if self.grasp_state:
             at = self.fields[3][3]  # the orientation
@@ -169,13 +183,14 @@ def grasp_state_layout(raw: bytes, robot: str) -> RawLayout | None:
     for name, width in GRASP_STATE_NUMBERS:
         fields.append((name, np.dtype("<f8"), width, offset))
         offset += 8 * width
-    fixed = _fixed(len(raw), (0, ENCAPSULATION), (STRINGS, at.numbers), (at.flags, covariances))
+    fixed = _fixed(len(raw), (0, ENCAPSULATION), (at.flags, covariances))
     return RawLayout(
         robot,
         found[0],
         len(raw),
         tuple(fields),
         (bool(flags[3]), bool(flags[4]), bool(flags[5])),
+        raw[STRINGS:position],
         fixed,
         np.frombuffer(raw, np.uint8),
         grasp_state=True,
@@ -192,7 +207,7 @@ def grasp_state_array_layout(raw: bytes, robot: str) -> RawLayout | None:
     position, found = strings(raw)
     if found is None or found[1] != robot:
         return None
-    fields, spans, k = [], [(0, ENCAPSULATION), (STRINGS, position)], None
+    fields, spans, k, after_strings = [], [(0, ENCAPSULATION)], None, position
     for name, dtype, width in ARRAY_FIELDS:
         position = aligned(position, 4)
         count = int.from_bytes(raw[position : position + 4], "little")
@@ -216,6 +231,7 @@ def grasp_state_array_layout(raw: bytes, robot: str) -> RawLayout | None:
         len(raw),
         tuple(fields),
         (bool(flags[0]), bool(flags[1]), bool(flags[2])),
+        raw[STRINGS:after_strings],
         _fixed(len(raw), *spans),
         np.frombuffer(raw, np.uint8),
         grasp_state=False,

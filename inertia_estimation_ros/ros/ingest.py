@@ -104,38 +104,54 @@ class RawReader:
     ) -> dict[str, tuple[GraspBatch, str, np.ndarray]] | None:
         """Per robot, its messages (robot id, topic, CDR bytes, arrival time) one after the
         other: (their samples as one batch, their frame id, each sample's arrival time plus
-        ``clock``).
-        None unless every robot's messages are of one layout read from the bytes (one
-        topic, one length, the same strings, array lengths and flags), the same samples
-        bit for bit as ``convert_raw`` of each."""
+        ``clock``). None unless every robot's messages are of one layout read from the
+        bytes (one topic, one length, the same strings, array lengths and flags). The
+        robots whose layouts have one shape (lengths, offsets, flags) are read as rows of
+        one array and converted by one ``grasp_samples`` call: the same samples bit for bit
+        as ``convert_raw`` of each message."""
         members: dict[str, list[int]] = {}
         for k, message in enumerate(messages):
             members.setdefault(message[0], []).append(k)
-        runs = {}
+        groups: dict[tuple, list[tuple[RawLayout, list[int]]]] = {}
         for robot, ks in members.items():
-            topic, raws = messages[ks[0]][1], [messages[k][2] for k in ks]
-            if any(messages[k][1] != topic for k in ks):
+            layout = self._layout(robot, [messages[k] for k in ks])
+            if layout is None:
                 return None
-            layout = self._layout(robot, topic, raws[0])
-            if layout is None or any(len(raw) != layout.length for raw in raws):
+            groups.setdefault(layout.shape, []).append((layout, ks))
+        runs = {}
+        for group in groups.values():
+            order = [k for _, ks in group for k in ks]
+            rows = np.frombuffer(b"".join(messages[k][2] for k in order), np.uint8)
+            rows = rows.reshape(len(order), group[0][0].length)
+            if not group[0][0].same(rows).all():
                 return None
-            rows = np.frombuffer(b"".join(raws), np.uint8).reshape(len(raws), layout.length)
-            if not layout.same(rows).all():
+            batch = grasp_samples(group[0][0].read_rows(rows))
+            k = len(batch) // len(order)  # samples per message
+            if not k:
                 return None
-            batch = grasp_samples(layout.read_rows(rows))
-            if not len(batch):
-                return None
-            arrivals = np.array([messages[k][3] for k in ks]) + clock
-            runs[robot] = (batch, layout.frame_id, np.repeat(arrivals, len(batch) // len(ks)))
+            batch.finite()  # once for the group, passed on to each robot's rows
+            arrivals = np.repeat(np.array([messages[j][3] for j in order]) + clock, k)
+            start = 0
+            for layout, ks in group:
+                stop = start + k * len(ks)
+                mine = batch.rows(slice(start, stop))
+                mine.robot_id = layout.robot_id
+                runs[layout.robot_id] = (mine, layout.frame_id, arrivals[start:stop])
+                start = stop
         return runs
 
-    def _layout(self, robot: str, topic: str, raw: bytes) -> RawLayout | None:
-        """The kept layout if ``raw`` has it, else ``raw``'s own (kept for the next)."""
+    def _layout(
+        self, robot: str, messages: Sequence[tuple[str, str, bytes, float]]
+    ) -> RawLayout | None:
+        """The layout of all of a robot's messages (the kept one, or the first message's,
+        kept for the next cycles), checked but for ``RawLayout.same``; None if they have
+        none, or not all the same."""
+        topic = messages[0][1]
         layout = self._layouts.get((robot, topic))
-        if layout is not None and len(raw) == layout.length:
-            if layout.same(np.frombuffer(raw, np.uint8)[None])[0]:
-                return layout
-        layout = self._layouts[(robot, topic)] = LAYOUTS[topic](raw, robot)
+        if layout is None or not layout.has(messages[0][2]):
+            layout = self._layouts[(robot, topic)] = LAYOUTS[topic](messages[0][2], robot)
+        if layout is None or any(m[1] != topic or not layout.has(m[2]) for m in messages):
+            return None
         return layout
 
 

@@ -216,7 +216,7 @@ def decode_grasp_state(raw: bytes, robot: str) -> tuple[str, SimpleNamespace] | 
     reads in bulk (``grasp_layout.grasp_state_layout``; a zero quaternion too): rclpy's
     deserialization and ``grasp_sample`` take those, and name their refusals."""
     layout = grasp_state_layout(raw, robot)
-    if layout is None or not layout.same(layout.template[None])[0]:
+    if layout is None or not layout.matches(raw):
         return None
     return layout.frame_id, layout.read(raw)
 

@@ -12,7 +12,9 @@ fields. Messages of one layout are read together as rows of one (M, length) byte
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
+from functools import cached_property
 from types import SimpleNamespace
 
 import numpy as np
@@ -112,9 +114,18 @@ class RawLayout:
     fields: tuple[tuple[str, np.dtype, int, int], ...]
     flags: tuple[bool, bool, bool]  # has_force, has_torque, has_gravity
     strings: bytes
-    fixed: np.ndarray
-    template: np.ndarray
+    spans: tuple[tuple[int, int], ...]  # (start, stop) of the fixed bytes but the strings
+    raw: bytes  # the first message's
     grasp_state: bool  # one sample per message, its quaternion checked per message
+
+    @cached_property
+    def fixed(self) -> np.ndarray:
+        """The offsets of the fixed bytes but the strings."""
+        return np.concatenate([np.arange(a, min(b, self.length)) for a, b in self.spans])
+
+    @cached_property
+    def template(self) -> np.ndarray:
+        return np.frombuffer(self.raw, np.uint8)
 
     @property
     def shape(self) -> tuple:
@@ -126,6 +137,12 @@ class RawLayout:
         return len(raw) == self.length and raw[STRINGS : STRINGS + len(self.strings)] == (
             self.strings
         )
+
+    def matches(self, raw: bytes) -> bool:
+        """``has`` and ``same`` of one message, on its bytes."""
+        if not self.has(raw) or any(raw[a:b] != self.raw[a:b] for a, b in self.spans):
+            return False
+        return not self.grasp_state or any(_QUATERNION.unpack_from(raw, self.fields[3][3]))
 
     def same(self, rows: np.ndarray) -> np.ndarray:
         """Per row of message bytes (M, length) with this layout's shape: whether its fixed
@@ -140,10 +157,22 @@ class RawLayout:
     def read_rows(self, rows: np.ndarray) -> SimpleNamespace:
         """What ``conversions.grasp_samples`` reads of a GraspStateArray, from M messages of
         this layout (rows of bytes): their samples one after the other."""
-        arrays = {}
-        for name, dtype, count, at in self.fields:
-            values = rows[:, at : at + count * dtype.itemsize]
-            arrays[name] = np.ascontiguousarray(values).view(dtype).reshape(-1)
+        return self._namespace(
+            {
+                name: np.ascontiguousarray(rows[:, at : at + count * dtype.itemsize])
+                .view(dtype)
+                .reshape(-1)
+                for name, dtype, count, at in self.fields
+            }
+        )
+
+    def read(self, raw: bytes) -> SimpleNamespace:
+        """``read_rows`` of one message (views of its bytes)."""
+        return self._namespace(
+            {name: np.frombuffer(raw, dtype, count, at) for name, dtype, count, at in self.fields}
+        )
+
+    def _namespace(self, arrays: dict[str, np.ndarray]) -> SimpleNamespace:
         has_force, has_torque, has_gravity = self.flags
         return SimpleNamespace(
             robot_id=self.robot_id,
@@ -153,14 +182,8 @@ class RawLayout:
             **{**arrays, "gravity": arrays["gravity"] if has_gravity else []},
         )
 
-    def read(self, raw: bytes) -> SimpleNamespace:
-        """``read_rows`` of one message."""
-        return self.read_rows(np.frombuffer(raw, np.uint8)[None])
 
-
-def _fixed(length: int, *spans: tuple[int, int]) -> np.ndarray:
-    """Byte offsets of the spans (start, stop) within a message of ``length`` bytes."""
-    return np.concatenate([np.arange(a, min(b, length)) for a, b in spans])
+_QUATERNION = struct.Struct("<4d")
 
 
 def grasp_state_layout(raw: bytes, robot: str) -> RawLayout | None:
@@ -183,7 +206,7 @@ def grasp_state_layout(raw: bytes, robot: str) -> RawLayout | None:
     for name, width in GRASP_STATE_NUMBERS:
         fields.append((name, np.dtype("<f8"), width, offset))
         offset += 8 * width
-    fixed = _fixed(len(raw), (0, ENCAPSULATION), (at.flags, covariances))
+    spans = ((0, ENCAPSULATION), (at.flags, covariances))
     return RawLayout(
         robot,
         found[0],
@@ -191,8 +214,8 @@ def grasp_state_layout(raw: bytes, robot: str) -> RawLayout | None:
         tuple(fields),
         (bool(flags[3]), bool(flags[4]), bool(flags[5])),
         raw[STRINGS:position],
-        fixed,
-        np.frombuffer(raw, np.uint8),
+        spans,
+        raw,
         grasp_state=True,
     )
 
@@ -232,8 +255,8 @@ def grasp_state_array_layout(raw: bytes, robot: str) -> RawLayout | None:
         tuple(fields),
         (bool(flags[0]), bool(flags[1]), bool(flags[2])),
         raw[STRINGS:after_strings],
-        _fixed(len(raw), *spans),
-        np.frombuffer(raw, np.uint8),
+        tuple(spans),
+        raw,
         grasp_state=False,
     )
 

@@ -16,14 +16,13 @@ import numpy as np
 from ..core.samples import GraspBatch, GraspSample
 from ..core.team_pipeline import TeamPipeline
 from ..msg import GraspState, GraspStateArray
-from .bag_grasps import decode_grasp_state, decode_grasp_state_array
 from .conversions import grasp_sample, grasp_samples
 from .grasp_layout import LAYOUTS, RawLayout
 
 # The topics a robot's samples come on, relative to its namespace, and their messages.
 GRASP_TOPICS = {"grasp_state": GraspState, "grasp_state_array": GraspStateArray}
-# Their CDR bytes decoded as arrays where the layout is the usual one (``bag_grasps``).
-DECODERS = {"grasp_state": decode_grasp_state, "grasp_state_array": decode_grasp_state_array}
+# The layout of each robot topic's last message read by ``convert_raw`` (any thread).
+_LAYOUTS: dict[tuple[str, str], RawLayout] = {}
 
 
 @dataclass(frozen=True)
@@ -57,10 +56,9 @@ def convert_raw(robot_id: str, topic: str, raw: bytes) -> GraspMessage:
     """``convert`` of a message's CDR bytes from ``robot_id``'s ``topic`` (a key of
     ``GRASP_TOPICS``): read straight from the bytes where the layout is the usual one (the
     same samples, bit for bit), else deserialized by rclpy and converted."""
-    decoded = DECODERS[topic](raw, robot_id)
-    if decoded is not None:
-        frame_id, fields = decoded
-        return GraspMessage(robot_id, frame_id, grasp_samples(fields))
+    layout = _layout(robot_id, topic, raw)
+    if layout is not None:
+        return GraspMessage(robot_id, layout.frame_id, grasp_samples(layout.read(raw)))
     from rclpy.serialization import deserialize_message
 
     try:
@@ -69,6 +67,18 @@ def convert_raw(robot_id: str, topic: str, raw: bytes) -> GraspMessage:
         detail = f"{len(raw)} bytes on /{robot_id}/{topic} not deserializable: {error}"
         return GraspMessage(robot_id, "", refusal=("malformed message", detail))
     return convert(robot_id, msg)
+
+
+def _layout(robot_id: str, topic: str, raw: bytes) -> RawLayout | None:
+    """The layout of one message (``grasp_layout``), the last one's if it has it."""
+    layout = _LAYOUTS.get((robot_id, topic))
+    if layout is not None and layout.matches(raw):
+        return layout
+    layout = LAYOUTS[topic](raw, robot_id)
+    if layout is not None and layout.matches(raw):
+        _LAYOUTS[(robot_id, topic)] = layout
+        return layout
+    return None
 
 
 def push_converted(

@@ -490,17 +490,17 @@ class TeamPipeline:
                 kept = np.array([team.estimator.update(block.set_at(0)).accepted])
             else:
                 kept = team.estimator.update_block(block).accepted
-            if self.clock is not None:
-                for stamp in block.stamps[kept, 0]:
-                    self._record_latency(float(stamp))
+            self._record_latency(block.stamps[kept, 0])
             accepted += int(kept.sum())
         self.updates += accepted
         return accepted
 
-    def _record_latency(self, stamp: float) -> None:
-        if self.clock is not None:
-            self.update_latencies.append(self.clock() - stamp)
-            self.updated_at = self.clock()
+    def _record_latency(self, stamps: np.ndarray) -> None:
+        """Each accepted set's latency, from its reference stamp to this update (the clock
+        read once per block)."""
+        if self.clock is not None and len(stamps):
+            self.updated_at = now = self.clock()
+            self.update_latencies.extend((now - stamps).tolist())
 
     def _behind(self) -> dict[str, float]:
         """Seconds each robot's newest sample is behind the team's newest (reference time),

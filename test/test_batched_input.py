@@ -16,10 +16,18 @@ from collections import Counter
 
 import numpy as np
 from coordinator_data import ROBOTS, team_session
+from rclpy.serialization import serialize_message
 
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
 from inertia_estimation_ros.ros.conversions import to_grasp_state, to_grasp_state_array
-from inertia_estimation_ros.ros.ingest import convert, push_converted, push_message
+from inertia_estimation_ros.ros.ingest import (
+    RawReader,
+    convert,
+    convert_raw,
+    push_converted,
+    push_message,
+    push_raw,
+)
 
 K = 10  # samples per batch
 N = 400  # samples per robot: 4 s of guided motion
@@ -92,10 +100,10 @@ def test_batched_and_single_messages_give_bit_identical_statistics_and_estimate(
     assert np.array_equal(one.theta_covariance, other.theta_covariance)
 
 
-def test_a_damaged_batched_stream_keeps_the_good_samples_and_counts_the_bad_by_reason():
-    _, _, series = team_session(noise=True, offsets=False)
-    n = N
-    per_robot = {r: batches(series, r, n) for r in ROBOTS}
+def damaged_stream(series: dict) -> list:
+    """Every robot's batches interleaved, robot_2's with a NaN sample, a gap, a batch sent
+    twice and two batches swapped."""
+    per_robot = {r: batches(series, r, N) for r in ROBOTS}
     damaged = per_robot["robot_2"]
     nan = dataclasses.replace(series["robot_2"].sample(103), V_i=np.full(6, np.nan))
     samples = [series["robot_2"].sample(k) for k in range(100, 110)]
@@ -105,8 +113,14 @@ def test_a_damaged_batched_stream_keeps_the_good_samples_and_counts_the_bad_by_r
     del damaged[15]  # a gap: batch 15 never arrives
     damaged.insert(21, damaged[20])  # batch 21 sent twice
     damaged[30], damaged[31] = damaged[31], damaged[30]  # batch 31 before batch 30
+    return interleaved(per_robot)
+
+
+def test_a_damaged_batched_stream_keeps_the_good_samples_and_counts_the_bad_by_reason():
+    _, _, series = team_session(noise=True, offsets=False)
+    n = N
     pipeline = TeamPipeline(ROBOTS, "robot_1", SETTINGS)
-    feed(pipeline, interleaved(per_robot), every=len(ROBOTS))
+    feed(pipeline, damaged_stream(series), every=len(ROBOTS))
     refused = {reason: count for (rid, reason), count in pipeline.rejected.items()}
     assert set(pipeline.rejected) <= {("robot_2", reason) for reason in refused}
     assert refused == {  # a sample stamped before the robot's last one is out of order
@@ -119,6 +133,48 @@ def test_a_damaged_batched_stream_keeps_the_good_samples_and_counts_the_bad_by_r
     # no set spans a missing sample: the gap, the NaN and the late batch cost theirs only
     dropped = sum(pipeline.dropped().values())
     assert 2 * K + 1 <= dropped <= 2 * K + 1 + 6 and pipeline.updates == n - dropped
+
+
+def test_a_cycle_read_at_once_is_the_messages_pushed_one_by_one(monkeypatch):
+    """``push_raw`` (the coordinator's worker: a cycle's messages read and pushed per robot
+    at once) gives what pushing each message's bytes in turn gives: the same counts by
+    reason, sets, arrival latencies and statistics, bit for bit, with cycles of 1 to 40
+    messages over a damaged stream, GraspState and GraspStateArray mixed."""
+    _, _, series = team_session(noise=True, offsets=False)
+    messages = damaged_stream(series)
+    messages += single_messages(series, range(N, N + 30))  # GraspState after the batches
+    raw = [
+        (r, "grasp_state_array" if hasattr(m, "sec") else "grasp_state", serialize_message(m))
+        for r, m in messages
+    ]
+    rng = np.random.default_rng(5)
+    cuts = np.cumsum(rng.integers(1, 41, size=len(raw)))
+    cycles = np.split(np.arange(len(raw)), cuts[cuts < len(raw)])
+    merged = []
+    original = TeamPipeline.push_runs
+
+    def counted(self, runs):
+        merged.append(original(self, runs))
+        return merged[-1]
+
+    monkeypatch.setattr(TeamPipeline, "push_runs", counted)
+    one, cycle = (TeamPipeline(ROBOTS, "robot_1", SETTINGS) for _ in range(2))
+    reader = RawReader()
+    for members in cycles:
+        entries = [(*raw[k], 0.001 * k) for k in members]
+        for rid, topic, data, received in entries:
+            push_converted(one, convert_raw(rid, topic, data), received + 100.0)
+        push_raw(cycle, entries, reader, clock=100.0)
+        one.process()
+        cycle.process()
+    assert 0 < sum(merged) < len(merged)  # some cycles at once, the damaged one by one
+    assert one.accepted == cycle.accepted and one.rejected == cycle.rejected
+    assert one.rejection_details == cycle.rejection_details
+    assert one.updates == cycle.updates and one.dropped() == cycle.dropped()
+    assert all(list(one._transport[r]) == list(cycle._transport[r]) for r in ROBOTS)
+    for a, b in zip(statistics(one), statistics(cycle), strict=True):
+        assert np.array_equal(a, b)
+    assert sum(one.rejected.values()) == 1 + 1 + 2 * K - 1
 
 
 def test_a_message_converted_once_is_the_pipelines_and_refusals_keep_their_reasons():

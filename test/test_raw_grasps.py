@@ -13,10 +13,13 @@ import dataclasses
 import numpy as np
 import pytest
 from rclpy.serialization import deserialize_message, serialize_message
+from scipy.spatial.transform import Rotation
 
+from inertia_estimation_ros.core.samples import GraspSample
 from inertia_estimation_ros.msg import GraspState, GraspStateArray
 from inertia_estimation_ros.ros.bag_grasps import decode_grasp_state, decode_grasp_state_array
 from inertia_estimation_ros.ros.ingest import GRASP_TOPICS, convert, convert_raw
+from inertia_estimation_ros.ros.serialized import GraspStateLayout
 
 ROBOT = "robot_3"
 
@@ -144,3 +147,25 @@ def test_cut_bytes_are_refused_as_malformed(topic):
     refused = convert_raw(ROBOT, topic, raw[:40])
     assert refused.refusal[0] == "malformed message" and "40 bytes" in refused.refusal[1]
     assert not refused.samples
+
+
+def test_what_robot_node_writes_the_coordinator_reads():
+    """One layout (``grasp_layout``): ``serialized.GraspStateLayout`` writes, the raw readers
+    read the same samples as rclpy's deserialization of those bytes, bit for bit."""
+    layout = GraspStateLayout(ROBOT, f"{ROBOT}/grasp", f"{ROBOT}/home")
+    assert layout.usable
+    rng = np.random.default_rng(3)
+    for k in range(50):
+        q = rng.normal(size=4)
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = Rotation.from_quat(q).as_matrix(), rng.normal(size=3)
+        v, dv, f = (rng.normal(size=6) for _ in range(3))
+        g = rng.normal(size=3) if k % 2 else None
+        sample = GraspSample(ROBOT, 10.0 + k / 7, T, v, dv, f, g, has_torque=k % 3 > 0)
+        raw = layout.encode(sample)
+        assert decode_grasp_state(raw, ROBOT) is not None
+        expected = convert(ROBOT, deserialize_message(raw, GraspState))
+        same_message(convert_raw(ROBOT, "grasp_state", raw), expected)
+        (read,) = convert_raw(ROBOT, "grasp_state", raw).samples
+        assert read.stamp == pytest.approx(sample.stamp, abs=1e-9)
+        assert np.allclose(read.T_i0_i, T) and np.array_equal(read.V_i, v)

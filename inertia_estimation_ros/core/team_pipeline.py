@@ -341,6 +341,21 @@ class TeamPipeline:
             self._push(s, frame_id, received, ok) for s, ok in zip(samples, finite, strict=True)
         ]
 
+    def push_runs(self, runs: Mapping[str, tuple[GraspBatch, str, np.ndarray]]) -> bool:
+        """Each robot's samples of several messages (robot -> its samples in order, their
+        frame id, each sample's arrival time) accepted at once when every robot's are plain
+        (``_plain``, finite) and the first sample is already in: then accepting them is the
+        same whatever the order of the robots' messages. Otherwise nothing is pushed and
+        False returned: push the messages one by one, in their order."""
+        if self._first_stamp is None:
+            return False
+        for batch, frame_id, _ in runs.values():
+            if not (self._plain(batch, frame_id) and batch.finite().all()):
+                return False
+        for batch, _, received in runs.values():
+            self._accept_batch(batch, received)
+        return True
+
     def _plain(self, batch: GraspBatch, frame_id: str) -> bool:
         """Whether every sample of a batch is accepted by ``_push`` with nothing else to do:
         a known robot, its frame id, stamps after its last one and increasing, and neither a
@@ -354,8 +369,9 @@ class TeamPipeline:
         after_last = stamps[0] > self.last_stamp.get(rid, -np.inf)
         return bool(after_last and (stamps[1:] > stamps[:-1]).all())
 
-    def _accept_batch(self, batch: GraspBatch, received: float | None) -> None:
-        """``_accept`` for every sample of a plain batch (``_plain``) at once."""
+    def _accept_batch(self, batch: GraspBatch, received: float | np.ndarray | None) -> None:
+        """``_accept`` for every sample of a plain batch (``_plain``) at once (``received``:
+        the message's arrival, or each sample's)."""
         rid, stamps = batch.robot_id, batch.stamps
         self.last_stamp[rid] = float(stamps[-1])
         self.latest[rid] = batch[-1]
@@ -474,17 +490,17 @@ class TeamPipeline:
                 kept = np.array([team.estimator.update(block.set_at(0)).accepted])
             else:
                 kept = team.estimator.update_block(block).accepted
-            if self.clock is not None:
-                for stamp in block.stamps[kept, 0]:
-                    self._record_latency(float(stamp))
+            self._record_latency(block.stamps[kept, 0])
             accepted += int(kept.sum())
         self.updates += accepted
         return accepted
 
-    def _record_latency(self, stamp: float) -> None:
-        if self.clock is not None:
-            self.update_latencies.append(self.clock() - stamp)
-            self.updated_at = self.clock()
+    def _record_latency(self, stamps: np.ndarray) -> None:
+        """Each accepted set's latency, from its reference stamp to this update (the clock
+        read once per block)."""
+        if self.clock is not None and len(stamps):
+            self.updated_at = now = self.clock()
+            self.update_latencies.extend((now - stamps).tolist())
 
     def _behind(self) -> dict[str, float]:
         """Seconds each robot's newest sample is behind the team's newest (reference time),

@@ -25,11 +25,18 @@ import numpy as np
 from ..bags import rclpy_class, read_bag, read_topic_records
 from ..core.samples import GraspBatch, GraspSample
 from .conversions import grasp_samples
+from .grasp_layout import (
+    CDR_LITTLE_ENDIAN,
+    COVARIANCES,
+    DOUBLES,
+    FLAGS,
+    GraspStateOffsets,
+    grasp_state_array_layout,
+    grasp_state_layout,
+    strings,
+)
 
 GRASP_STATE = "inertia_estimation_ros/msg/GraspState"
-DOUBLES = 28  # pose (7), twist (6), twist derivative (6), wrench (6), gravity (3)
-FLAGS = 6  # has_pose, has_twist, has_twist_derivative, has_force, has_torque, has_gravity
-CDR_LITTLE_ENDIAN = b"\x00\x01"
 
 
 @dataclass
@@ -111,7 +118,8 @@ def _plain_batch(robot: str, frame_id: str, rows: np.ndarray) -> GraspBatch | No
     ends = pose + 8 * DOUBLES + FLAGS
     if np.any(rows[:, :4] != rows[0, :4]) or np.any(rows[:, 12:pose] != rows[0, 12:pose]):
         return None  # another encoding or other strings further on
-    if np.any(rows[:, _sequences(pose) : _sequences(pose) + 16]):
+    lengths = GraspStateOffsets.after_strings(pose).covariances
+    if np.any(rows[:, lengths : lengths + 4 * COVARIANCES]):
         return None  # covariances
     flags = rows[:, ends - FLAGS : ends].astype(bool)
     values = rows[:, pose : ends - FLAGS].copy().view("<f8")
@@ -167,20 +175,14 @@ def _grasp_state_entries(robot: str, messages: list[tuple[int, bytes]]) -> Itera
 def _layout(raw: bytes) -> tuple | None:
     """(robot id, frame id, strings' bytes, length) of a message the arrays can decode, or
     None: little-endian CDR, no covariances."""
-    position, strings = _strings(raw)
-    if raw[:2] != CDR_LITTLE_ENDIAN or strings is None:
+    position, found = strings(raw)
+    if raw[:2] != CDR_LITTLE_ENDIAN or found is None:
         return None
-    pose = position + (-(position - 4) % 8)
-    sequences = _sequences(pose)
-    if len(raw) < sequences + 16 or any(raw[sequences : sequences + 16]):
+    at = GraspStateOffsets.after_strings(position)
+    lengths = slice(at.covariances, at.covariances + 4 * COVARIANCES)
+    if len(raw) < lengths.stop or any(raw[lengths]):
         return None  # (bytes after the covariances' four lengths are padding, as rclpy reads)
-    return (strings[1], strings[0], raw[12:pose], len(raw), pose)
-
-
-def _sequences(pose: int) -> int:
-    """Where a GraspState's covariance sequences begin, its pose beginning at ``pose``."""
-    flags_end = pose + 8 * DOUBLES + FLAGS
-    return flags_end + (-(flags_end - 4) % 4)
+    return (found[1], found[0], raw[12 : at.numbers], len(raw), at.numbers)
 
 
 def _decoded(robot: str, layout: tuple, messages: list[tuple[int, bytes]]) -> Iterator[GraspEntry]:
@@ -211,88 +213,18 @@ def _decoded(robot: str, layout: tuple, messages: list[tuple[int, bytes]]) -> It
 def decode_grasp_state(raw: bytes, robot: str) -> tuple[str, SimpleNamespace] | None:
     """(frame id, fields for ``grasp_samples``) of one GraspState's CDR bytes from ``robot``'s
     topic, read at its layout's offsets; None for anything else than what ``_decoded``
-    reads in bulk (another robot's id, covariances, pose, twist or twist derivative
-    missing, a zero quaternion, flags not 0 or 1): rclpy's deserialization and
-    ``grasp_sample`` take those, and name their refusals."""
-    layout = _layout(raw)
-    if layout is None or layout[0] != robot:
+    reads in bulk (``grasp_layout.grasp_state_layout``; a zero quaternion too): rclpy's
+    deserialization and ``grasp_sample`` take those, and name their refusals."""
+    layout = grasp_state_layout(raw, robot)
+    if layout is None or not layout.matches(raw):
         return None
-    pose = layout[4]
-    flags = np.frombuffer(raw, np.uint8, FLAGS, pose + 8 * DOUBLES)
-    values = np.frombuffer(raw, "<f8", DOUBLES, pose)
-    if not (flags[:3].all() and (flags <= 1).all() and values[3:7].any()):
-        return None
-    sec, nanosec = np.frombuffer(raw, "<i4", 1, 4), np.frombuffer(raw, "<u4", 1, 8)
-    return layout[1], _fields(robot, sec, nanosec, values[None], flags)
-
-
-# GraspStateArray's sequences after its strings: (name, dtype, bytes per value, values per
-# sample), in order.
-ARRAY_FIELDS = (
-    ("sec", np.dtype("<i4"), 4, 1),
-    ("nanosec", np.dtype("<u4"), 4, 1),
-    ("position", np.dtype("<f8"), 8, 3),
-    ("orientation", np.dtype("<f8"), 8, 4),
-    ("twist", np.dtype("<f8"), 8, 6),
-    ("twist_derivative", np.dtype("<f8"), 8, 6),
-    ("wrench", np.dtype("<f8"), 8, 6),
-    ("gravity", np.dtype("<f8"), 8, 3),
-)
+    return layout.frame_id, layout.read(raw)
 
 
 def decode_grasp_state_array(raw: bytes, robot: str) -> tuple[str, SimpleNamespace] | None:
-    """(frame id, fields for ``grasp_samples``: numpy views of the bytes) of one
-    GraspStateArray's CDR bytes from ``robot``'s topic; None for anything unusual (big-endian
-    CDR, another robot's id, an array whose length is not its values per sample times
-    len(sec), flags not 0 or 1, bytes missing): rclpy's deserialization and
+    """(frame id, fields for ``grasp_samples``: numpy arrays of the bytes) of one
+    GraspStateArray's CDR bytes from ``robot``'s topic; None for anything unusual
+    (``grasp_layout.grasp_state_array_layout``): rclpy's deserialization and
     ``grasp_samples`` take those, and name their refusals."""
-    if raw[:2] != CDR_LITTLE_ENDIAN:
-        return None
-    position, strings = _strings(raw)
-    if strings is None or strings[1] != robot:
-        return None
-    fields, k = {}, None
-    for name, dtype, size, width in ARRAY_FIELDS:
-        position += -(position - 4) % 4
-        count = int.from_bytes(raw[position : position + 4], "little")
-        position += 4
-        if count:
-            position += -(position - 4) % size
-        k = count if k is None else k
-        sized = count == width * k or (name == "gravity" and count == 0)
-        if position + count * size > len(raw) or not sized:
-            return None
-        fields[name] = (dtype, count, position)
-        position += count * size
-    flags = raw[position : position + 3]
-    if len(flags) != 3 or max(flags) > 1:
-        return None
-    if fields["gravity"][1] != (3 * k if flags[2] else 0):
-        return None
-    arrays = {name: np.frombuffer(raw, *spec) for name, spec in fields.items()}
-    has_force, has_torque, has_gravity = (bool(f) for f in flags)
-    arrays["gravity"] = arrays["gravity"] if has_gravity else []
-    return strings[0], SimpleNamespace(
-        robot_id=robot,
-        has_force=has_force,
-        has_torque=has_torque,
-        has_gravity=has_gravity,
-        **arrays,
-    )
-
-
-def _strings(raw: bytes) -> tuple[int, list[str] | None]:
-    """(the position after them, the header's frame id, robot id and home frame id) of a
-    grasp message's CDR bytes; None for strings that are not UTF-8 or run past the end."""
-    position, strings = 12, []  # after the encapsulation header and the stamp
-    for _ in range(3):  # frame_id, robot_id, home_frame_id
-        position += -(position - 4) % 4
-        size = int.from_bytes(raw[position : position + 4], "little")
-        if size == 0 or position + 4 + size > len(raw):
-            return position, None
-        try:
-            strings.append(raw[position + 4 : position + 3 + size].decode())
-        except UnicodeDecodeError:
-            return position, None
-        position += 4 + size
-    return position, strings
+    layout = grasp_state_array_layout(raw, robot)
+    return None if layout is None else (layout.frame_id, layout.read(raw))

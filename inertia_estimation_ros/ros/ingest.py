@@ -1,24 +1,28 @@
 """Grasp messages into a ``TeamPipeline``: the one path of the coordinator node and of
 ``inertia_estimation estimate`` (bags), for ``GraspState`` and ``GraspStateArray`` alike.
-Each message is converted once (``convert``, or ``convert_raw`` from its CDR bytes); the
-coordinator hands the same samples to its external wrench output and, later, to the pipeline
-(``push_converted``)."""
+A message is converted by ``convert``, or ``convert_raw`` from its CDR bytes, and pushed by
+``push_converted``. The coordinator's worker takes the messages of a cycle at once
+(``push_raw``): each robot's messages read from their bytes as rows of one array, converted
+by one ``grasp_samples`` call and pushed as one batch, a fixed number of numpy calls per
+robot and cycle whatever the number of messages."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.samples import GraspSample
+import numpy as np
+
+from ..core.samples import GraspBatch, GraspSample
 from ..core.team_pipeline import TeamPipeline
 from ..msg import GraspState, GraspStateArray
-from .bag_grasps import decode_grasp_state, decode_grasp_state_array
 from .conversions import grasp_sample, grasp_samples
+from .grasp_layout import LAYOUTS, RawLayout
 
 # The topics a robot's samples come on, relative to its namespace, and their messages.
 GRASP_TOPICS = {"grasp_state": GraspState, "grasp_state_array": GraspStateArray}
-# Their CDR bytes decoded as arrays where the layout is the usual one (``bag_grasps``).
-DECODERS = {"grasp_state": decode_grasp_state, "grasp_state_array": decode_grasp_state_array}
+# The layout of each robot topic's last message read by ``convert_raw`` (any thread).
+_LAYOUTS: dict[tuple[str, str], RawLayout] = {}
 
 
 @dataclass(frozen=True)
@@ -52,10 +56,9 @@ def convert_raw(robot_id: str, topic: str, raw: bytes) -> GraspMessage:
     """``convert`` of a message's CDR bytes from ``robot_id``'s ``topic`` (a key of
     ``GRASP_TOPICS``): read straight from the bytes where the layout is the usual one (the
     same samples, bit for bit), else deserialized by rclpy and converted."""
-    decoded = DECODERS[topic](raw, robot_id)
-    if decoded is not None:
-        frame_id, fields = decoded
-        return GraspMessage(robot_id, frame_id, grasp_samples(fields))
+    layout = _layout(robot_id, topic, raw)
+    if layout is not None:
+        return GraspMessage(robot_id, layout.frame_id, grasp_samples(layout.read(raw)))
     from rclpy.serialization import deserialize_message
 
     try:
@@ -64,6 +67,18 @@ def convert_raw(robot_id: str, topic: str, raw: bytes) -> GraspMessage:
         detail = f"{len(raw)} bytes on /{robot_id}/{topic} not deserializable: {error}"
         return GraspMessage(robot_id, "", refusal=("malformed message", detail))
     return convert(robot_id, msg)
+
+
+def _layout(robot_id: str, topic: str, raw: bytes) -> RawLayout | None:
+    """The layout of one message (``grasp_layout``), the last one's if it has it."""
+    layout = _LAYOUTS.get((robot_id, topic))
+    if layout is not None and layout.matches(raw):
+        return layout
+    layout = LAYOUTS[topic](raw, robot_id)
+    if layout is not None and layout.matches(raw):
+        _LAYOUTS[(robot_id, topic)] = layout
+        return layout
+    return None
 
 
 def push_converted(
@@ -85,3 +100,85 @@ def push_message(
 ) -> None:
     """``convert`` then ``push_converted``."""
     push_converted(pipeline, convert(robot_id, msg), received)
+
+
+class RawReader:
+    """Reads the messages of one worker cycle (``push_raw``), keeping each robot topic's
+    layout (``grasp_layout.RawLayout``) for the next cycles."""
+
+    def __init__(self) -> None:
+        self._layouts: dict[tuple[str, str], RawLayout | None] = {}
+
+    def runs(
+        self, messages: Sequence[tuple[str, str, bytes, float]], clock: float = 0.0
+    ) -> dict[str, tuple[GraspBatch, str, np.ndarray]] | None:
+        """Per robot, its messages (robot id, topic, CDR bytes, arrival time) one after the
+        other: (their samples as one batch, their frame id, each sample's arrival time plus
+        ``clock``). None unless every robot's messages are of one layout read from the
+        bytes (one topic, one length, the same strings, array lengths and flags). The
+        robots whose layouts have one shape (lengths, offsets, flags) are read as rows of
+        one array and converted by one ``grasp_samples`` call: the same samples bit for bit
+        as ``convert_raw`` of each message."""
+        members: dict[str, list[int]] = {}
+        for k, message in enumerate(messages):
+            members.setdefault(message[0], []).append(k)
+        groups: dict[tuple, list[tuple[RawLayout, list[int]]]] = {}
+        for robot, ks in members.items():
+            layout = self._layout(robot, [messages[k] for k in ks])
+            if layout is None:
+                return None
+            groups.setdefault(layout.shape, []).append((layout, ks))
+        runs = {}
+        for group in groups.values():
+            order = [k for _, ks in group for k in ks]
+            rows = np.frombuffer(b"".join(messages[k][2] for k in order), np.uint8)
+            rows = rows.reshape(len(order), group[0][0].length)
+            if not group[0][0].same(rows).all():
+                return None
+            batch = grasp_samples(group[0][0].read_rows(rows))
+            k = len(batch) // len(order)  # samples per message
+            if not k:
+                return None
+            batch.finite()  # once for the group, passed on to each robot's rows
+            arrivals = np.repeat(np.array([messages[j][3] for j in order]) + clock, k)
+            start = 0
+            for layout, ks in group:
+                stop = start + k * len(ks)
+                mine = batch.rows(slice(start, stop))
+                mine.robot_id = layout.robot_id
+                runs[layout.robot_id] = (mine, layout.frame_id, arrivals[start:stop])
+                start = stop
+        return runs
+
+    def _layout(
+        self, robot: str, messages: Sequence[tuple[str, str, bytes, float]]
+    ) -> RawLayout | None:
+        """The layout of all of a robot's messages (the kept one, or the first message's,
+        kept for the next cycles), checked but for ``RawLayout.same``; None if they have
+        none, or not all the same."""
+        topic = messages[0][1]
+        layout = self._layouts.get((robot, topic))
+        if layout is None or not layout.has(messages[0][2]):
+            layout = self._layouts[(robot, topic)] = LAYOUTS[topic](messages[0][2], robot)
+        if layout is None or any(m[1] != topic or not layout.has(m[2]) for m in messages):
+            return None
+        return layout
+
+
+def push_raw(
+    pipeline: TeamPipeline,
+    messages: Sequence[tuple[str, str, bytes, float]],
+    reader: RawReader,
+    clock: float = 0.0,
+) -> None:
+    """The messages of one cycle (robot id, topic, CDR bytes, arrival time), in the order
+    they arrived, into the pipeline: each robot's as one batch (``RawReader.runs``,
+    ``TeamPipeline.push_runs``) when they are all read from the bytes and all accepted as
+    they come, else one by one (``convert_raw``, ``push_converted``) in their order, with
+    the same samples, refusals and counts either way. ``clock`` is added to the arrival
+    times (e.g. the pipeline's clock minus the one they were read on)."""
+    runs = reader.runs(messages, clock) if messages else None
+    if runs is not None and pipeline.push_runs(runs):
+        return
+    for robot, topic, raw, received in messages:
+        push_converted(pipeline, convert_raw(robot, topic, raw), received + clock)

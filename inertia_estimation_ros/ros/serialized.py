@@ -34,8 +34,16 @@ from ..core.samples import GraspSample
 from ..core.spatial import quaternion
 from ..msg import ExternalWrench, GraspState
 from .conversions import seconds, to_grasp_state, to_time
+from .grasp_layout import (
+    CDR_LITTLE_ENDIAN,
+    DOUBLES,
+    ENCAPSULATION,
+    FLAGS,
+    GraspStateOffsets,
+    aligned,
+    strings,
+)
 
-ENCAPSULATION = 4  # bytes before the CDR payload: representation and options
 _STAMP = struct.Struct("=iI")  # header.stamp (sec, nanosec): a stamped message's first field
 STAMP = slice(ENCAPSULATION, ENCAPSULATION + _STAMP.size)
 
@@ -132,18 +140,17 @@ _TAIL_FIELDS = {
 class GraspStateLayout:
     """One robot's GraspState (its robot id, grasp and home frame ids) without covariances."""
 
-    # pose (7), twist (6), twist derivative (6), wrench (6), gravity (3); the six has_* flags
-    _NUMBERS = struct.Struct("=28d6?")
-    _MARK = 0.123456789012345678  # pose.position.x of the template: where the numbers begin
+    # ``grasp_layout.GRASP_STATE_NUMBERS`` (pose, twist, twist derivative, wrench, gravity),
+    # then ``GRASP_STATE_FLAGS``: the layout the coordinator and the bag reader read
+    _NUMBERS = struct.Struct(f"<{DOUBLES}d{FLAGS}?")
 
     def __init__(self, robot_id: str, frame_id: str, home_frame_id: str) -> None:
         self.frames = frame_id, home_frame_id
         prototype = GraspState(robot_id=robot_id, home_frame_id=home_frame_id)
         prototype.header.frame_id = frame_id
-        prototype.pose.position.x = self._MARK
         self.template = serialize_message(prototype)
-        self.offset = self.template.find(struct.pack("=d", self._MARK))
-        self.usable = self.offset > 0 and all(
+        self.offset = GraspStateOffsets.after_strings(strings(self.template)[0]).numbers
+        self.usable = self.template[:2] == CDR_LITTLE_ENDIAN and all(
             deserialize_message(self.encode(sample), GraspState)
             == to_grasp_state(sample, *self.frames)
             for sample in _check_samples(robot_id)
@@ -248,22 +255,22 @@ class JointStateReader:
             return None
         sec, nanosec = _STAMP.unpack_from(raw, ENCAPSULATION)
         at = self._string_end(raw, STAMP.stop)  # header.frame_id
-        names_start, count = _aligned(at, 4), self._COUNT.unpack_from(raw, _aligned(at, 4))[0]
+        names_start, count = aligned(at, 4), self._COUNT.unpack_from(raw, aligned(at, 4))[0]
         at = names_start + 4
         for _ in range(count):
-            at = self._string_end(raw, _aligned(at, 4))
+            at = self._string_end(raw, aligned(at, 4))
         if raw[names_start:at] != self._names_bytes:
             self._names_bytes = raw[names_start:at]
             self._names = self._string_list(raw, names_start + 4, count)
         arrays = []
         for field in range(3):
-            at = _aligned(at, 4)
+            at = aligned(at, 4)
             (length,) = self._COUNT.unpack_from(raw, at)
             at += 4
             if length == 0 and field < 2:
                 return None
             if length:
-                at = _aligned(at, 8)
+                at = aligned(at, 8)
             arrays.append(np.frombuffer(raw, dtype=np.float64, count=length, offset=at))
             at += 8 * length
         return JointStateFields(sec, nanosec, self._names, *arrays)
@@ -275,16 +282,11 @@ class JointStateReader:
     def _string_list(self, raw: bytes, at: int, count: int) -> list[str]:
         names = []
         for _ in range(count):
-            at = _aligned(at, 4)
+            at = aligned(at, 4)
             (length,) = self._COUNT.unpack_from(raw, at)
             names.append(raw[at + 4 : at + 3 + length].decode())
             at += 4 + length
         return names
-
-
-def _aligned(at: int, size: int) -> int:
-    """The offset of a CDR field of ``size`` at or after ``at`` (aligned in the payload)."""
-    return at + (-(at - ENCAPSULATION) % size)
 
 
 def _same_joint_state(fields: JointStateFields | None, msg: JointState) -> bool:
@@ -345,18 +347,18 @@ class HeaderReader:
         sec, nanosec = _STAMP.unpack_from(raw, ENCAPSULATION)
         at = STAMP.stop
         for _ in range(self.count):
-            at = _aligned(at, 4)
+            at = aligned(at, 4)
             at += 4 + self._COUNT.unpack_from(raw, at)[0]
         if raw[STAMP.stop : at] != self._strings_bytes:
             self._strings_bytes = raw[STAMP.stop : at]
             self._strings = self._decoded(raw, self.count)
-        numbers = self.layout.unpack_from(raw, _aligned(at, 8))
+        numbers = self.layout.unpack_from(raw, aligned(at, 8))
         return HeaderFields(sec + 1e-9 * nanosec, self._strings, numbers)
 
     def _decoded(self, raw: bytes, count: int) -> tuple[str, ...]:
         strings, at = [], STAMP.stop
         for _ in range(count):
-            at = _aligned(at, 4)
+            at = aligned(at, 4)
             (length,) = self._COUNT.unpack_from(raw, at)
             strings.append(raw[at + 4 : at + 3 + length].decode())
             at += 4 + length

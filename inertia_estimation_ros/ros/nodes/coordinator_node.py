@@ -56,7 +56,7 @@ from ..conversions import to_payload_estimate
 from ..external_wrench_output import PARAMETERS as EXTERNAL_WRENCH_PARAMETERS
 from ..external_wrench_output import TOPICS as EXTERNAL_WRENCH_TOPICS
 from ..external_wrench_output import ExternalWrenchOutput
-from ..ingest import GRASP_TOPICS, GraspMessage, convert_raw, push_converted
+from ..ingest import GRASP_TOPICS, RawReader, convert_raw, push_raw
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare, unknown_parameters, watch
 from ..payload_visualization import (
@@ -397,7 +397,8 @@ class CoordinatorNode(Node):
             self.pipeline.reference_id,
             self.settings.clock_jump,
         )
-        self._inbox: deque = deque()
+        self._inbox: deque = deque()  # (robot id, topic, CDR bytes, monotonic arrival)
+        self._reader = RawReader()  # the worker's
         self._callback_errors: deque = deque(maxlen=10)
         self.overflow = 0
         for rid in self.pipeline.robot_ids:
@@ -477,16 +478,18 @@ class CoordinatorNode(Node):
         inbox = self._inbox
 
         def callback(raw: bytes) -> None:
-            # Converted here only for the human wrench (it leaves now, not at the worker's
-            # next cycle); the worker reuses the conversion or makes it: once per message.
-            message = convert_raw(robot_id, topic, raw) if self.external_wrench.active else None
+            # O(1) for the pipeline: the bytes and the arrival (monotonic; the worker maps it
+            # to the ROS clock) wait for the worker, which reads a cycle's messages at once.
             if len(inbox) < INBOX_LIMIT:
-                inbox.append((robot_id, topic, raw, message, self._now()))
+                inbox.append((robot_id, topic, raw, time.monotonic()))
             else:
                 self.overflow += 1
+            if not self.external_wrench.active:
+                return
+            # Converted here for the human wrench: it leaves now, not at the next cycle.
+            message = convert_raw(robot_id, topic, raw)
             try:
-                if message is not None:
-                    self.external_wrench.on_message(message)
+                self.external_wrench.on_message(message)
             except Exception as error:  # counted and reported by the worker
                 self._callback_errors.append(error)
 
@@ -626,8 +629,12 @@ class CoordinatorNode(Node):
 
     def _step(self) -> None:
         pipeline, inbox = self.pipeline, self._inbox
-        for _ in range(len(inbox)):  # what has arrived: later messages wait for the next cycle
-            self._push(*inbox.popleft())
+        # What has arrived (later messages wait for the next cycle), at once: arrival times
+        # on the ROS clock are the clock's time now minus the monotonic time since arrival.
+        messages = [inbox.popleft() for _ in range(len(inbox))]
+        clock = self._now() - time.monotonic()
+        self._arrival.update({m[0]: m[3] + clock for m in messages})  # each robot's newest
+        push_raw(pipeline, messages, self._reader, clock)
         while not self._setting_changes.empty():
             self._apply_settings(self._setting_changes.get())
         pipeline.process()
@@ -648,13 +655,6 @@ class CoordinatorNode(Node):
         self.get_logger().info(
             "parameters set: " + ", ".join(f"{k} = {v!r}" for k, v in changes.items())
         )
-
-    def _push(
-        self, robot_id: str, topic: str, raw: bytes, message: GraspMessage | None, received: float
-    ) -> None:
-        """A message into the pipeline, converted by its callback (``message``) or now."""
-        self._arrival[robot_id] = received
-        push_converted(self.pipeline, message or convert_raw(robot_id, topic, raw), received)
 
     def _run_command(self, command: str, result: Future) -> None:
         """Run a service's command and start its solve (from scratch for ``estimate_now``);

@@ -601,6 +601,7 @@ class MotionConsistency:
     dof: int
     bound: float
     quantity: str = "acceleration"  # or "gravity" (``gravity_consistency``)
+    worst: str = ""  # the robot whose own residual is largest (in its noise's units)
 
     @property
     def consistent(self) -> bool:
@@ -666,7 +667,9 @@ def team_motion_consistency(
     w, U = w[-dof:], U[:, -dof:]
     projected = U.T @ r
     chi = float(projected @ (projected / np.maximum(w, 1e-300)))
-    return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof))
+    own = [_pinv_distance(S[i], r[6 * i : 6 * i + 6]) for i in range(n)]
+    worst = terms.ids[int(np.argmax(own))]
+    return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof), worst=worst)
 
 
 def _each_robot(samples: Mapping[str, GraspSample], model: PayloadModel) -> list[GraspSample]:
@@ -686,22 +689,33 @@ def gravity_consistency(
     noise: SensorNoise | None = None,
     false_alarm: float = 0.01,
 ) -> MotionConsistency:
+    """``team_gravity_consistency`` of one sample per robot."""
+    instant = TeamInstant.from_samples(_each_robot(samples, model))
+    return team_gravity_consistency(instant, model, noise, false_alarm)
+
+
+def team_gravity_consistency(
+    instant: TeamInstant,
+    model: PayloadModel,
+    noise: SensorNoise | None = None,
+    false_alarm: float = 0.01,
+) -> MotionConsistency:
     """Whether the robots agree about gravity in {s}: each robot's R_s_i g_i differs from
     their mean g_s by its direction error, [g_s] (dphi_i - mean dphi), dphi_i of covariance
     sigma^2 I (``SensorNoise.gravity_angle``, at least ``GRAVITY_ANGLE_FLOOR``) plus the
     rotation block of its grasp covariance; chi-square with 2 (n - 1) dof for the n robots
-    that report gravity (the component along g_s is second order and left out)."""
+    that report gravity (the component along g_s is second order and left out; robots
+    beyond the model's are ignored)."""
     noise = noise or SensorNoise()
-    reporting = [s for s in _each_robot(samples, model) if s.g_i is not None]
-    n = len(reporting)
+    rows = [i for i, r in enumerate(instant.robot_ids) if r in model.T_s_i and instant.has_g[i]]
+    n = len(rows)
     if n < 2:
         return MotionConsistency(0.0, 0, np.inf, "gravity")
-    g = np.array([model.T_s_i[s.robot_id][:3, :3] @ s.g_i for s in reporting])
+    ids = [instant.robot_ids[i] for i in rows]
+    g = np.array([model.T_s_i[r][:3, :3] @ instant.g[i] for r, i in zip(ids, rows, strict=True)])
     g_s = g.mean(axis=0)
     sigma2 = max(noise.gravity_angle, GRAVITY_ANGLE_FLOOR) ** 2
-    angle_cov = np.array(
-        [sigma2 * np.eye(3) + model.grasp_covariance[s.robot_id][:3, :3] for s in reporting]
-    )
+    angle_cov = np.array([sigma2 * np.eye(3) + model.grasp_covariance[r][:3, :3] for r in ids])
     K = sp.skew(g_s)
     P = np.kron(np.eye(n) - np.ones((n, n)) / n, np.eye(3))
     blocks = np.zeros((n, 3, n, 3))
@@ -710,7 +724,10 @@ def gravity_consistency(
     dof = 2 * (n - 1)
     projected = U[:, -dof:].T @ (g - g_s).ravel()
     chi = float(projected @ (projected / np.maximum(w[-dof:], 1e-300)))
-    return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof), "gravity")
+    worst = ids[
+        int(np.argmax(np.linalg.norm(g - g_s, axis=1) ** 2 / np.trace(angle_cov, axis1=1, axis2=2)))
+    ]
+    return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof), "gravity", worst)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from .parameters import Param
 WINDOW = 1.0  # [s of sample time] the wrenches kept: the rest check's and the shares' window
 CHECK_RATE = 20.0  # [Hz of sample time] consistency checks at most (each one eigh of 6N)
 FALSE_ALARM = 0.01  # per check, on clean input
-WARN_SHARE = 0.25  # 20 checks at 1 %: P(share > 0.25) ~ 1e-6 per window on clean input
+WARN_SHARE = 0.25  # clean input, 1 % per check: P(share > 0.25) 4e-8 of 20 checks, 1e-4 of 10
 MIN_CHECKS = 10  # checks in the window before a share is judged
 REST_MIN_SPAN = 0.5 * WINDOW  # [s] the rest check needs wrenches over at least this span
 

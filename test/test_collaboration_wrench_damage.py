@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from inertia_estimation_ros.core import spatial as sp
+from inertia_estimation_ros.core.collaboration import human_wrench
 from inertia_estimation_ros.core.collaboration.human_wrench import (
     PayloadModel,
     SensorNoise,
@@ -180,10 +181,26 @@ def test_the_motion_check_is_calibrated_and_sees_a_late_robot() -> None:
     g = tilted["robot_2"].g_i
     tilted["robot_2"] = dataclasses.replace(tilted["robot_2"], g_i=sp.exp3([0.02, 0, 0]) @ g)
     assert "tilted" in gravity_consistency(tilted, model, declared).reason
+    assert gravity_consistency(tilted, model, declared).worst == "robot_2"
     absent = {r: x for r, x in sets[0].items() if r != "robot_3"}
     for check in (motion_consistency, gravity_consistency):
         with pytest.raises(WrenchUnavailableError, match="no sample from robot_3"):
             check(absent, model, declared)
+
+
+def test_the_motion_checks_least_squares_form_is_the_pseudo_inverse_form(monkeypatch) -> None:
+    """With positive definite noise the weighted least-squares residual (O(N)) gives the
+    chi-square of the consensus residual's pseudo-inverse (the 6N eigen-decomposition)."""
+    team, payload, model, motion = _team()
+    noise = an.NoiseModel(angular_acceleration_std=0.2, linear_acceleration_std=0.1)
+    declared = SensorNoise(angular_acceleration=0.2, linear_acceleration=0.1)
+    sim = an.simulate(
+        team, payload, motion, np.arange(0, 0.2, 0.01), noise=noise, rng=np.random.default_rng(2)
+    )
+    sets = an.synchronized_sets(sim.measured)
+    fast = [motion_consistency(s, model, declared).chi2 for s in sets]
+    monkeypatch.setattr(human_wrench, "_whitened_residual", lambda *args: None)
+    np.testing.assert_allclose(fast, [motion_consistency(s, model, declared).chi2 for s in sets])
 
 
 def test_the_rest_check_names_the_cause() -> None:

@@ -16,7 +16,10 @@ estimate and the clock offsets (``follow``) when they change. Without a valid ma
 or while a robot lags by more than ``external_wrench_max_spread``, nothing is published and
 the cause is counted (``counts()``, in the coordinator's diagnostics values). The sensor
 noise is the samples' own covariance where they carry one, otherwise the estimate's
-net-wrench residual RMS shared among the robots (it holds every noise source at once).
+net-wrench residual RMS shared among the robots (it holds every noise source at once), and
+the gravity direction's the poses' quantization (``pose_angle_resolution / sqrt(12)``).
+``checks`` (``ros.wrench_checks``) keeps the published wrenches for the coordinator's
+consistency diagnostics and ``~/check_rest``.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from .conversions import to_external_wrench
 from .ingest import GraspMessage
 from .interface import RELIABLE_QOS, Topic
 from .parameters import Param
+from .wrench_checks import WrenchChecks
 
 # Messages (GraspState or GraspStateArray) kept per robot, at least: the instant of a robot
 # that lags by up to this many of the others' messages can still be computed.
@@ -111,6 +115,7 @@ class ExternalWrenchOutput:
         self._history = _History(tuple(robot_ids))
         self._inputs: _Inputs | None = None
         self._last_slot = -np.inf  # round(instant * rate) of the last instant computed
+        self.checks = WrenchChecks(node.params)  # whether the wrench's sigma holds
 
     def counts(self) -> dict[str, int]:
         with self._lock:
@@ -129,7 +134,8 @@ class ExternalWrenchOutput:
         inputs = self._inputs
         if inputs is None or inputs.estimate is not estimate:
             model = PayloadModel.from_estimate(estimate)
-            self._inputs = _Inputs(estimate, model, self._noise(estimate), dict(offsets))
+            noise = self._noise(estimate, getattr(self.node.params, "pose_angle_resolution", 0.0))
+            self._inputs = _Inputs(estimate, model, noise, dict(offsets))
         elif inputs.offsets != offsets:
             self._inputs = inputs._replace(offsets=dict(offsets))
 
@@ -176,9 +182,10 @@ class ExternalWrenchOutput:
         if slot <= self._last_slot:
             return None
         self._last_slot = slot
+        team = self._history.at(instant)
         try:
             result = team_wrench(
-                self._history.at(instant),
+                team,
                 inputs.model,
                 inputs.noise,
                 params.external_wrench_max_spread,
@@ -189,14 +196,18 @@ class ExternalWrenchOutput:
         msg = to_external_wrench(result, self.frame_of(self.reference_id))
         self.publisher.publish(msg)
         self._count("published")
+        self.checks.add(team, result, inputs.model, inputs.noise)
         return msg
 
     @staticmethod
-    def _noise(estimate: object) -> SensorNoise:
-        """Per-robot noise from the net-wrench residual RMS (N robots add their noise)."""
+    def _noise(estimate: object, pose_angle_resolution: float = 0.0) -> SensorNoise:
+        """Per-robot noise from the net-wrench residual RMS (N robots add their noise); the
+        gravity direction's from the poses' quantization step (uniform: step / sqrt(12))."""
         share = 1.0 / np.sqrt(max(len(estimate.grasps), 1))
         return SensorNoise(
-            moment=estimate.residual_rms_moment * share, force=estimate.residual_rms_force * share
+            moment=estimate.residual_rms_moment * share,
+            force=estimate.residual_rms_force * share,
+            gravity_angle=pose_angle_resolution / np.sqrt(12.0),
         )
 
 

@@ -601,6 +601,7 @@ class MotionConsistency:
     dof: int
     bound: float
     quantity: str = "acceleration"  # or "gravity" (``gravity_consistency``)
+    worst: str = ""  # the robot whose own residual is largest (in its noise's units)
 
     @property
     def consistent(self) -> bool:
@@ -648,6 +649,8 @@ def team_motion_consistency(
     """The robots' twist derivatives x = A dV_s + noise (A: Ad(T_i_s) stacked) leave the
     residual r = (I - A C) x of their consensus C; with the noise covariance S (the samples'
     own dV covariances, else ``noise``), r^T (P S P^T)^+ r is chi-square with 6 (N - 1) dof.
+    With every S_i positive definite it equals the weighted least-squares residual
+    (``_whitened_residual``: O(N), no 6N eigen-decomposition).
     A robot whose sample is late by dt adds its jerk times dt. The model's grasp
     uncertainty is neglected here (small beside the acceleration noise)."""
     terms = _model_terms(model, noise or SensorNoise(), instant)
@@ -657,16 +660,38 @@ def team_motion_consistency(
     S = _own_or_default(instant.dV_cov, terms.noise_dV, n)
     if n < 2 or not np.any(np.diagonal(S, axis1=1, axis2=2) > 0):
         return MotionConsistency(0.0, 0, np.inf)
-    P = np.eye(6 * n) - terms.adjoints @ _consensus(instant, terms)
-    r = P @ instant.dV.ravel()
-    blocks = np.zeros((n, 6, n, 6))
-    blocks[np.arange(n), :, np.arange(n), :] = S
-    w, U = np.linalg.eigh(P @ blocks.reshape(6 * n, 6 * n) @ P.T)
     dof = 6 * (n - 1)
-    w, U = w[-dof:], U[:, -dof:]
-    projected = U.T @ r
-    chi = float(projected @ (projected / np.maximum(w, 1e-300)))
-    return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof))
+    whitened = _whitened_residual(terms.adjoints.reshape(n, 6, 6), S, instant.dV)
+    if whitened is None:  # a singular S: the consensus residual's pseudo-inverse
+        P = np.eye(6 * n) - terms.adjoints @ _consensus(instant, terms)
+        r = P @ instant.dV.ravel()
+        blocks = np.zeros((n, 6, n, 6))
+        blocks[np.arange(n), :, np.arange(n), :] = S
+        w, U = np.linalg.eigh(P @ blocks.reshape(6 * n, 6 * n) @ P.T)
+        w, U = w[-dof:], U[:, -dof:]
+        projected = U.T @ r
+        chi = float(projected @ (projected / np.maximum(w, 1e-300)))
+        own = [_pinv_distance(S[i], r[6 * i : 6 * i + 6]) for i in range(n)]
+    else:
+        own = (whitened**2).sum(axis=1)
+        chi = float(own.sum())
+    worst = terms.ids[int(np.argmax(own))]
+    return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof), worst=worst)
+
+
+def _whitened_residual(A: np.ndarray, S: np.ndarray, x: np.ndarray) -> np.ndarray | None:
+    """The whitened residuals L_i^-1 (x_i - A_i m) (S_i = L_i L_i^T) of the weighted
+    least-squares m of x_i = A_i m + e_i, e_i ~ N(0, S_i): their squared sum is chi-square
+    with (number of x values - number of m values) dof, a row's its own share. None when an
+    S_i is not positive definite."""
+    try:
+        L = np.linalg.cholesky(S)
+    except np.linalg.LinAlgError:
+        return None
+    z = np.linalg.solve(L, x[..., None])[..., 0]
+    B = np.linalg.solve(L, A)
+    m = np.linalg.lstsq(B.reshape(-1, A.shape[2]), z.ravel(), rcond=None)[0]
+    return z - B @ m
 
 
 def _each_robot(samples: Mapping[str, GraspSample], model: PayloadModel) -> list[GraspSample]:
@@ -686,31 +711,48 @@ def gravity_consistency(
     noise: SensorNoise | None = None,
     false_alarm: float = 0.01,
 ) -> MotionConsistency:
+    """``team_gravity_consistency`` of one sample per robot."""
+    instant = TeamInstant.from_samples(_each_robot(samples, model))
+    return team_gravity_consistency(instant, model, noise, false_alarm)
+
+
+def team_gravity_consistency(
+    instant: TeamInstant,
+    model: PayloadModel,
+    noise: SensorNoise | None = None,
+    false_alarm: float = 0.01,
+) -> MotionConsistency:
     """Whether the robots agree about gravity in {s}: each robot's R_s_i g_i differs from
     their mean g_s by its direction error, [g_s] (dphi_i - mean dphi), dphi_i of covariance
     sigma^2 I (``SensorNoise.gravity_angle``, at least ``GRAVITY_ANGLE_FLOOR``) plus the
     rotation block of its grasp covariance; chi-square with 2 (n - 1) dof for the n robots
-    that report gravity (the component along g_s is second order and left out)."""
+    that report gravity (the component along g_s is second order and left out; robots
+    beyond the model's are ignored)."""
     noise = noise or SensorNoise()
-    reporting = [s for s in _each_robot(samples, model) if s.g_i is not None]
+    terms = _model_terms(model, noise, instant)
+    if terms.order is not None:
+        instant = _rows(instant, terms.order)
+    reporting = np.flatnonzero(instant.has_g)
     n = len(reporting)
     if n < 2:
         return MotionConsistency(0.0, 0, np.inf, "gravity")
-    g = np.array([model.T_s_i[s.robot_id][:3, :3] @ s.g_i for s in reporting])
+    g = np.einsum("nij,nj->ni", terms.R_s_i[reporting], instant.g[reporting])
     g_s = g.mean(axis=0)
     sigma2 = max(noise.gravity_angle, GRAVITY_ANGLE_FLOOR) ** 2
-    angle_cov = np.array(
-        [sigma2 * np.eye(3) + model.grasp_covariance[s.robot_id][:3, :3] for s in reporting]
-    )
-    K = sp.skew(g_s)
-    P = np.kron(np.eye(n) - np.ones((n, n)) / n, np.eye(3))
-    blocks = np.zeros((n, 3, n, 3))
-    blocks[np.arange(n), :, np.arange(n), :] = K @ angle_cov @ K.T
-    w, U = np.linalg.eigh(P @ blocks.reshape(3 * n, 3 * n) @ P.T)
+    grasp = np.array([model.grasp_covariance[terms.ids[i]][:3, :3] for i in reporting])
+    angle_cov = grasp + sigma2 * np.eye(3)
+    # In the plane normal to g_s (the component along it is second order): each robot's
+    # gravity is the common one plus noise [g_s] dphi_i; chi-square of their disagreement.
+    basis = np.linalg.svd(g_s[None, :])[2][1:].T  # (3, 2) orthonormal, normal to g_s
+    KB = sp.skew(g_s).T @ basis  # B^T [g_s] = ([g_s]^T B)^T
+    S = KB.T @ angle_cov @ KB
     dof = 2 * (n - 1)
-    projected = U[:, -dof:].T @ (g - g_s).ravel()
-    chi = float(projected @ (projected / np.maximum(w[-dof:], 1e-300)))
-    return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof), "gravity")
+    # S is positive definite (GRAVITY_ANGLE_FLOOR): the residual is never None here
+    whitened = _whitened_residual(np.broadcast_to(np.eye(2), (n, 2, 2)), S, g @ basis)
+    own = (whitened**2).sum(axis=1)
+    chi = float(own.sum())
+    worst = terms.ids[reporting[int(np.argmax(own))]]
+    return MotionConsistency(chi, dof, _chi_square_bound(false_alarm, dof), "gravity", worst)
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,14 @@ the node's ROS clock (simulation time with ``use_sim_time``: a paused replay pau
 replay at 5x runs them 5x faster), and solves take at most a quarter of the wall time. A service
 request queues its command for the worker and returns at once; commands run one after the
 other, the worker answering each once it and its solve have run (at shutdown, commands not run
-yet are answered as failed). The executable spins rclpy's events executor (its wait loop in
-C++; ``--executor single`` for rclpy's single-threaded one). Tuning parameters are writable at run
-time (``ros2 param set``), checked as at start-up. Diagnostics follow ``diagnostic_updater``'s
-conventions: per robot a status whose hardware_id is the robot id, STALE when its samples stop
-arriving on the ROS clock. Bad input is refused and counted, never raised.
+yet are answered as failed); ``~/check_rest`` alone is answered at once, from the
+external wrench output's last second (``ros.wrench_checks``, whose consistency shares and
+rest check are a /diagnostics status of their own). The executable spins rclpy's events
+executor (its wait loop in C++; ``--executor single`` for rclpy's single-threaded one).
+Tuning parameters are writable at run time (``ros2 param set``), checked as at start-up.
+Diagnostics follow ``diagnostic_updater``'s conventions: per robot a status whose hardware_id
+is the robot id, STALE when its samples stop arriving on the ROS clock. Bad input is refused
+and counted, never raised.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ from ..payload_visualization import (
     payload_transforms,
 )
 from ..runtime import LEVELS, run_executable
+from ..wrench_checks import PARAMETERS as WRENCH_CHECK_PARAMETERS
 
 INBOX_LIMIT = 100_000  # messages waiting for the worker; more are dropped and counted
 WORKER_JOIN_TIMEOUT = 30.0  # [s] for the worker to finish its cycle at shutdown
@@ -164,6 +168,14 @@ INTERFACE = NodeInterface(
             "~/estimate_now",
             "std_srvs/srv/Trigger",
             "solve from scratch now and publish; the response summarizes the estimate",
+        ),
+        Service(
+            "~/check_rest",
+            "std_srvs/srv/Trigger",
+            "call while the payload rests and nobody touches it: the external wrenches of the "
+            "last second must be zero within their sigma; fails naming a suspected F/T bias "
+            "(its size) or noise larger than stated (the factor); the result goes to "
+            "/diagnostics",
         ),
     ],
     parameters=[
@@ -358,6 +370,7 @@ INTERFACE = NodeInterface(
             choices=SOLVERS,
         ),
         *EXTERNAL_WRENCH_PARAMETERS,
+        *WRENCH_CHECK_PARAMETERS,
     ],
 )
 
@@ -407,6 +420,7 @@ class CoordinatorNode(Node):
                 self.create_subscription(kind, f"{rid}/{topic}", callback, GRASP_QOS, raw=True)
         for name in ("reset", "freeze", "unfreeze", "estimate_now"):
             self._serve(name)
+        self.create_service(Trigger, "~/check_rest", self._check_rest)
         self._arrival: dict[str, float] = {}  # ROS time of each robot's newest message
         self.internal_errors = 0
         self._last_error = ""
@@ -516,6 +530,15 @@ class CoordinatorNode(Node):
             self._commands.put((command, answer))
 
         service.send_response = queue
+
+    def _check_rest(self, request: Trigger.Request, response: Trigger.Response) -> object:
+        """``~/check_rest``: the rest check of the last second's external wrenches."""
+        response.success, response.message = self.external_wrench.checks.check_rest()
+        if response.success:
+            self.get_logger().info(f"~/check_rest: {response.message}")
+        else:
+            self.get_logger().warning(f"~/check_rest: {response.message}")
+        return response
 
     def destroy_node(self) -> None:
         """Stop the worker (it publishes) before the node goes; commands it has not run are
@@ -707,6 +730,7 @@ class CoordinatorNode(Node):
     def _publish_diagnostics(self) -> None:
         statuses = [self._status(self._staleness(s)) for s in self.pipeline.status()]
         statuses.append(self._status(self._worker_status()))
+        statuses.append(self._status(self.external_wrench.checks.status()))
         array = DiagnosticArray(status=statuses)
         array.header.stamp = self.get_clock().now().to_msg()
         self._diagnostics.publish(array)

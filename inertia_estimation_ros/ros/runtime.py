@@ -183,6 +183,8 @@ class NodeGroup:
             while not self._stopping.is_set() and self.context.ok():
                 self.executor.spin_once(timeout_sec=0.1)
         except Exception as error:  # a callback raised: report it, end the group
+            if not self.context.ok():  # the context went down under spin_once: the end
+                return
             self.error = error
             traceback.print_exc()
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache
+from types import SimpleNamespace
 
 import numpy as np
 
+from inertia_estimation_ros.core.cooperative.estimate import GraspFrameEstimate
 from inertia_estimation_ros.sim import analytic as an
 
 RATE = 100.0
@@ -46,3 +48,23 @@ def team_session(
         internal=an.squeeze_forces(team, 20.0),
     )
     return team, payload, sim.measured
+
+
+def exact_estimate(
+    team: an.Team, payload, residual_rms: tuple[float, float] = (0.0, 0.0), **flags: bool
+) -> SimpleNamespace:
+    """The fields of a TeamEstimate that the external wrench output reads: the exact model,
+    its grasps certain, every flag valid unless ``flags`` say otherwise, the net-wrench
+    residual RMS (force, moment) the output takes for the F/T noise."""
+    values = dict(grasps_valid=True, mass_valid=True, com_valid=True, inertia_valid=True)
+    return SimpleNamespace(
+        reference_robot_id=team.reference_id,
+        theta=payload.vec.copy(),
+        theta_covariance=np.zeros((10, 10)),
+        grasps=tuple(
+            GraspFrameEstimate(r, team.T_s_i[r], np.zeros((6, 6))) for r in team.robot_ids
+        ),
+        residual_rms_force=residual_rms[0],
+        residual_rms_moment=residual_rms[1],
+        **(values | flags),
+    )

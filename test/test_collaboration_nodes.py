@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from coordinator_data import exact_estimate
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -19,7 +19,6 @@ from std_srvs.srv import SetBool, Trigger
 from inertia_estimation_ros.core import spatial as sp
 from inertia_estimation_ros.core.aerial.human_wrench import HumanWrenchEstimate
 from inertia_estimation_ros.core.aerial.team_estimation import AerialTeamEstimate
-from inertia_estimation_ros.core.cooperative.estimate import GraspFrameEstimate
 from inertia_estimation_ros.core.inertial import InertialParameters
 from inertia_estimation_ros.core.planning.planner import TrayPlanner
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
@@ -52,22 +51,6 @@ from inertia_estimation_ros.ros.spin import spin_until
 from inertia_estimation_ros.sim import analytic as an
 
 PUSH = an.HandPush(((0.0, 10.0),), force_w=(5.0, -3.0, 2.0), point_s=(0.3, 0.2, 0.0), ramp=0.0)
-
-
-def _estimate(team: an.Team, payload, **flags: bool) -> SimpleNamespace:
-    """The fields of a TeamEstimate that the output reads: the exact model."""
-    values = dict(grasps_valid=True, mass_valid=True, com_valid=True, inertia_valid=True)
-    return SimpleNamespace(
-        reference_robot_id=team.reference_id,
-        theta=payload.vec.copy(),
-        theta_covariance=np.zeros((10, 10)),
-        grasps=tuple(
-            GraspFrameEstimate(r, team.T_s_i[r], np.zeros((6, 6))) for r in team.robot_ids
-        ),
-        residual_rms_force=0.0,
-        residual_rms_moment=0.0,
-        **(values | flags),
-    )
 
 
 def _output_node(ros_context, rate: float) -> Node:
@@ -103,13 +86,13 @@ def test_the_coordinator_output_publishes_the_pushing_hand(ros_context) -> None:
     output = ExternalWrenchOutput(node, settings.frame_of, team.robot_ids, team.reference_id)
     output.follow(pipeline)
     assert output.on_samples("robot_1", [sim.exact["robot_1"].sample(0)]) is None  # no estimate
-    pipeline.last_estimate = _estimate(team, payload, mass_valid=False)
+    pipeline.last_estimate = exact_estimate(team, payload, mass_valid=False)
     output.follow(pipeline)
     published = []
     for k in range(len(t)):
         if k == 11:
             assert output.counts()["the estimate has no valid mass and CoM yet"] == 3  # 20 Hz
-            pipeline.last_estimate = _estimate(team, payload)
+            pipeline.last_estimate = exact_estimate(team, payload)
             output.follow(pipeline)
         for rid in team.robot_ids:
             msg = output.on_samples(rid, [sim.exact[rid].sample(k)])
@@ -131,7 +114,7 @@ def _following_output(ros_context, team, payload) -> tuple:
     node = _output_node(ros_context, 100.0)
     settings = PipelineSettings(estimate_clock_offsets=False)
     pipeline = TeamPipeline(team.robot_ids, team.reference_id, settings)
-    pipeline.last_estimate = _estimate(team, payload)
+    pipeline.last_estimate = exact_estimate(team, payload)
     output = ExternalWrenchOutput(node, settings.frame_of, team.robot_ids, team.reference_id)
     output.follow(pipeline)
     return node, output

@@ -9,37 +9,18 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from coordinator_data import exact_estimate
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 
-from inertia_estimation_ros.core.cooperative.estimate import GraspFrameEstimate
 from inertia_estimation_ros.ros.interface import RELIABLE_QOS
 from inertia_estimation_ros.ros.nodes.coordinator_node import CoordinatorNode
 from inertia_estimation_ros.sim import analytic as an
 
 SIGMA_F, SIGMA_M, SIGMA_DV = 0.2, 0.02, 0.05  # per robot and axis: N, N m, rad/s^2 and m/s^2
-
-
-def _estimate(team: an.Team, payload) -> object:
-    """The TeamEstimate fields the output reads: the exact model, the stated F/T noise."""
-    n = len(team.robot_ids)
-    return SimpleNamespace(
-        reference_robot_id=team.reference_id,
-        theta=payload.vec.copy(),
-        theta_covariance=np.zeros((10, 10)),
-        grasps=tuple(
-            GraspFrameEstimate(r, team.T_s_i[r], np.zeros((6, 6))) for r in team.robot_ids
-        ),
-        residual_rms_force=SIGMA_F * np.sqrt(n),
-        residual_rms_moment=SIGMA_M * np.sqrt(n),
-        grasps_valid=True,
-        mass_valid=True,
-        com_valid=True,
-        inertia_valid=True,
-    )
 
 
 def _coordinator(context, team) -> CoordinatorNode:
@@ -68,7 +49,10 @@ def _feed(node: CoordinatorNode, bias: float = 0.0, late: float = 0.0, moving: b
     node._worker.join()
     aligner = SimpleNamespace(offsets={})
     pipeline = SimpleNamespace(
-        last_estimate=_estimate(team, payload), full=SimpleNamespace(aligner=aligner)
+        last_estimate=exact_estimate(
+            team, payload, tuple(np.sqrt(len(team.robot_ids)) * np.r_[SIGMA_F, SIGMA_M])
+        ),
+        full=SimpleNamespace(aligner=aligner),
     )
     node.external_wrench.follow(pipeline)
     rng = np.random.default_rng(1)

@@ -7,6 +7,7 @@ then the solves run in the parent; shutdown leaves no process behind. Then the s
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import pickle
@@ -243,6 +244,25 @@ def test_the_child_ignores_ctrl_c(process):
     os.kill(process.pid, signal.SIGINT)
     assert same(solved(process, pipeline, full=True), expected)
     assert process.restarts == 0
+
+
+@pytest.mark.timeout(300)
+def test_the_child_solves_below_a_real_time_parent():
+    """The child runs at SCHED_BATCH whatever policy it inherited: a coordinator under
+    ``chrt -r`` (SCHED_RR, set here where this test may: root or CAP_SYS_NICE) would give a
+    child that takes a core from the real-time loop for each solve."""
+    previous = os.sched_getscheduler(0), os.sched_getparam(0)
+    with contextlib.suppress(PermissionError):
+        os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(1))
+    try:
+        solver = SolverProcess("real-time parent")
+    finally:
+        os.sched_setscheduler(0, *previous)
+    try:
+        solved(solver, fed(team_session(offsets=False)[2], range(400)), full=True)
+        assert os.sched_getscheduler(solver.pid) == os.SCHED_BATCH
+    finally:
+        solver.close(TIMEOUT)
 
 
 def parent_of(pid: int) -> int:

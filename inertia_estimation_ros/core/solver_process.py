@@ -183,10 +183,22 @@ def solve_snapshot(
     return job.results, {name: e.solution() for name, e in snapshots.items()}, job.seconds
 
 
+def _below_the_update_path() -> None:
+    """The child's scheduling policy: SCHED_BATCH. A child spawned by a coordinator that runs
+    at a real-time policy (``chrt -r``, SCHED_RR / SCHED_FIFO, as issue 14's loop runs)
+    inherits it, and each solve (45-95 ms at N = 16) would then take a core from the
+    real-time processes; SCHED_BATCH runs below them, and beside ordinary processes at the
+    same nice value (no wake-up preemption). Lowering one's own policy needs no privilege;
+    where the call does not exist, nothing changes."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+
+
 def serve(connection: Connection) -> None:
     """The child: solve each job received until the pipe closes (``solve_snapshot``; a job
     is its keys and the bytes of the new ones, then the snapshot's bytes)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _below_the_update_path()
     store = SnapshotStore()
     with threadpool_limits(limits=1, user_api="blas"):
         connection.send_bytes(READY)

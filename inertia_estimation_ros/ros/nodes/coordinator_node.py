@@ -86,9 +86,10 @@ SOLVERS = ("process", "thread")
 SOLVE_SHARE = 0.25  # solves take at most this share of the worker's time
 # [s] Python's GIL switch interval in the coordinator process (default 0.005): at most this
 # long does a message (the external wrench) wait while the worker runs Python code. The
-# worker's pieces are short (a cycle 1-3 ms; a snapshot pickled in pieces, ``SolverProcess``),
-# so 2 ms costs few handovers (docs/collaboration.md, latency; was 20 ms while solves ran on
-# a thread of this process: with 5 ms the worker then fell seconds behind).
+# worker's pieces are short (a cycle 1-3 ms; a snapshot's changed segments pickled one by
+# one, ``SolverProcess``), so 2 ms costs few handovers (docs/collaboration.md, latency; was
+# 20 ms while solves ran on a thread of this process: with 5 ms the worker then fell seconds
+# behind).
 SWITCH_INTERVAL = 0.002
 _DEFAULTS = PipelineSettings()
 _FRAMES = PayloadFrames()

@@ -40,7 +40,7 @@ from ..core.team_pipeline import Status
 from .parameters import Param
 
 WINDOW = 1.0  # [s of sample time] the wrenches kept: the rest check's and the shares' window
-CHECK_RATE = 20.0  # [Hz of sample time] consistency checks at most (each one eigh of 6N)
+CHECK_RATE = 20.0  # [Hz of sample time] consistency checks at most
 FALSE_ALARM = 0.01  # per check, on clean input
 WARN_SHARE = 0.25  # clean input, 1 % per check: P(share > 0.25) 4e-8 of 20 checks, 1e-4 of 10
 MIN_CHECKS = 10  # checks in the window before a share is judged
@@ -168,23 +168,21 @@ class WrenchChecks:
                 f"spread {result.spread:.3g} <= {result.spread_bound:.3g})"
             )
         else:
-            answer = self._rest_failure(result, wrenches)
+            answer = self._rest_failure(result)
         with self._lock:
             self.rest, self.rest_answer = result, answer
         return result.zero and result.noise_within, answer
 
     @staticmethod
-    def _rest_failure(result: RestCheck, wrenches: list[ExternalWrenchEstimate]) -> str:
+    def _rest_failure(result: RestCheck) -> str:
         parts = []
         if not result.zero:
-            mean = np.mean([w.wrench for w in wrenches], axis=0)
             parts.append(
-                f"bias suspected: the wrench at rest is {np.linalg.norm(mean[3:]):.3g} N, "
-                f"{np.linalg.norm(mean[:3]):.3g} N m"
+                f"bias suspected: the wrench at rest is {np.linalg.norm(result.mean[3:]):.3g} N, "
+                f"{np.linalg.norm(result.mean[:3]):.3g} N m"
             )
         if not result.noise_within:
-            factor = np.sqrt(result.spread / result.spread_bound)
-            parts.append(f"noise larger than stated by a factor {factor:.2g}")
+            parts.append(f"noise larger than stated by a factor {result.noise_factor:.2g}")
         return "; ".join(parts) + f" ({result.reason})"
 
     def status(self) -> Status:

@@ -761,13 +761,20 @@ class RestCheck:
     zero within its stated sigma: ``offset`` = mean^T C^+ mean (C the mean stated
     covariance: an upper bound of the mean's, whose model part does not average out) and
     ``spread`` = sum_k (w_k - mean)^T C^+ (w_k - mean) (the sensors' part, which does), each
-    with its chi-square ``*_bound``, on the observable components."""
+    with its chi-square ``*_bound``, on the observable components; ``mean`` the window's
+    mean wrench (m, f), every component."""
 
     offset: float
     offset_bound: float
     spread: float
     spread_bound: float
     samples: int
+    mean: np.ndarray
+
+    @property
+    def noise_factor(self) -> float:
+        """How many times the wrench scatters beyond its stated noise (sqrt of the ratio)."""
+        return float(np.sqrt(self.spread / max(self.spread_bound, 1e-300)))
 
     @property
     def zero(self) -> bool:
@@ -787,10 +794,9 @@ class RestCheck:
                 "off by more than its sigma; re-zero the sensors, let the estimate converge"
             )
         if not self.noise_within:
-            ratio = np.sqrt(self.spread / max(self.spread_bound, 1e-300))
             causes.append(
-                f"the wrench at rest scatters {ratio:.2g}x beyond its stated noise: the "
-                "sensors are noisier than stated"
+                f"the wrench at rest scatters {self.noise_factor:.2g}x beyond its stated "
+                "noise: the sensors are noisier than stated"
             )
         return "; ".join(causes)
 
@@ -811,4 +817,5 @@ def rest_check(estimates: Sequence[ExternalWrenchEstimate], false_alarm: float =
         float(spread),
         _chi_square_bound(false_alarm, k * (len(W) - 1)),
         len(W),
+        np.mean([e.wrench for e in estimates], axis=0),
     )

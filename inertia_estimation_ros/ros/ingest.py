@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.samples import GraspBatch, GraspSample
-from ..core.team_pipeline import TeamPipeline
+from ..core.samples import GraspSample
+from ..core.team_pipeline import Runs, TeamPipeline
 from ..msg import GraspState, GraspStateArray
 from .conversions import grasp_sample, grasp_samples
 from .grasp_layout import LAYOUTS, RawLayout
@@ -111,14 +111,14 @@ class RawReader:
 
     def runs(
         self, messages: Sequence[tuple[str, str, bytes, float]], clock: float = 0.0
-    ) -> dict[str, tuple[GraspBatch, str, np.ndarray]] | None:
-        """Per robot, its messages (robot id, topic, CDR bytes, arrival time) one after the
-        other: (their samples as one batch, their frame id, each sample's arrival time plus
-        ``clock``). None unless every robot's messages are of one layout read from the
-        bytes (one topic, one length, the same strings, array lengths and flags). The
-        robots whose layouts have one shape (lengths, offsets, flags) are read as rows of
-        one array and converted by one ``grasp_samples`` call: the same samples bit for bit
-        as ``convert_raw`` of each message."""
+    ) -> list[Runs] | None:
+        """The messages (robot id, topic, CDR bytes, arrival time) as ``Runs``: per group of
+        robots whose layouts have one shape (lengths, offsets, flags), every robot's
+        messages one after the other as rows of one batch, with each sample's arrival time
+        plus ``clock``. None unless every robot's messages are of one layout read from the
+        bytes (one topic, one length, the same strings, array lengths and flags). A group
+        is read as rows of one byte array and converted by one ``grasp_samples`` call: the
+        same samples bit for bit as ``convert_raw`` of each message."""
         members: dict[str, list[int]] = {}
         for k, message in enumerate(messages):
             members.setdefault(message[0], []).append(k)
@@ -128,7 +128,7 @@ class RawReader:
             if layout is None:
                 return None
             groups.setdefault(layout.shape, []).append((layout, ks))
-        runs = {}
+        runs = []
         for group in groups.values():
             order = [k for _, ks in group for k in ks]
             rows = np.frombuffer(b"".join(messages[k][2] for k in order), np.uint8)
@@ -139,15 +139,11 @@ class RawReader:
             k = len(batch) // len(order)  # samples per message
             if not k:
                 return None
-            batch.finite()  # once for the group, passed on to each robot's rows
             arrivals = np.repeat(np.array([messages[j][3] for j in order]) + clock, k)
-            start = 0
-            for layout, ks in group:
-                stop = start + k * len(ks)
-                mine = batch.rows(slice(start, stop))
-                mine.robot_id = layout.robot_id
-                runs[layout.robot_id] = (mine, layout.frame_id, arrivals[start:stop])
-                start = stop
+            bounds = np.cumsum([0] + [k * len(ks) for _, ks in group])
+            robots = tuple(layout.robot_id for layout, _ in group)
+            frames = tuple(layout.frame_id for layout, _ in group)
+            runs.append(Runs(batch, robots, frames, bounds, arrivals))
         return runs
 
     def _layout(

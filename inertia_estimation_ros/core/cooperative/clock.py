@@ -244,16 +244,26 @@ class _Columns:
         return self.times[self.start : self.end]
 
     def append(self, batch: GraspBatch) -> None:
-        k = len(batch)
+        self.append_rows(_row_matrix(batch), batch.stamps)
+
+    def append_rows(self, rows: np.ndarray, stamps: np.ndarray) -> None:
+        """Rows of floats (``_LAYOUT``) and their stamps, after the newest."""
+        k = len(stamps)
         if self.end + k > len(self.times):  # move the rows to the front, grow if still short
             size = max(len(self.times), 2 * (len(self) + k), 64)
             data, times = np.empty((size, _WIDTH)), np.empty(size)
             data[: len(self)] = self.data[self.start : self.end]
             times[: len(self)] = self.times[self.start : self.end]
             self.data, self.times, self.start, self.end = data, times, 0, len(self)
-        self.data[self.end : self.end + k] = _row_matrix(batch)
-        self.times[self.end : self.end + k] = batch.stamps
+        self.data[self.end : self.end + k] = rows
+        self.times[self.end : self.end + k] = stamps
         self.end += k
+
+    def trim(self, seconds: float) -> None:
+        """Forget the samples more than ``seconds`` older than the newest."""
+        stamps = self.stamps
+        if stamps[-1] - stamps[0] > seconds:
+            self.start += int(np.count_nonzero(stamps[-1] - stamps > seconds))
 
     def rows(self, index: np.ndarray) -> np.ndarray:
         """The rows at buffer positions ``index`` (0: the oldest), copied."""
@@ -355,10 +365,38 @@ class StreamingAligner:
         if len(buffer) or len(steps):
             self._new_intervals.add(batch.robot_id)
         buffer.append(batch)
-        stamps = buffer.stamps
-        if stamps[-1] - stamps[0] > self.buffer_seconds:
-            buffer.start += int(np.count_nonzero(stamps[-1] - stamps > self.buffer_seconds))
+        buffer.trim(self.buffer_seconds)
         return [""] * len(batch)
+
+    def push_runs(self, batch: GraspBatch, robots: Sequence[str], bounds: np.ndarray) -> None:
+        """``push_batch`` of several robots' samples in one batch (its robot id unused):
+        rows ``bounds[k]:bounds[k + 1]`` are ``robots[k]``'s (robots not aligned here are
+        left out). The buffers' rows are made once for all; a robot whose samples
+        ``push_batch`` would not take at once goes through it (the same refusals)."""
+        stamps, edges = batch.stamps, bounds.tolist()
+        inside = stamps[1:] > stamps[:-1]
+        inside[bounds[1:-1] - 1] = True  # from one robot's samples to the next one's
+        plain = bool(np.isfinite(stamps).all() and inside.all())
+        rows, times = _row_matrix(batch), stamps.tolist()
+        steps = (stamps[1:] - stamps[:-1]).tolist()
+        for k, rid in enumerate(robots):
+            buffer, start, stop = self._buffers.get(rid), edges[k], edges[k + 1]
+            if buffer is None:
+                continue
+            last = buffer.times[buffer.end - 1] if len(buffer) else -np.inf
+            if not (plain and times[start] > last):
+                part = batch.rows(slice(start, stop))
+                part.robot_id = rid
+                self.push_batch(part)
+                continue
+            intervals = self._intervals[rid]
+            if len(buffer):  # the intervals after the buffer's newest sample
+                intervals.append(float(times[start] - last))
+            intervals.extend(steps[start : stop - 1])
+            if len(buffer) or stop - start > 1:
+                self._new_intervals.add(rid)
+            buffer.append_rows(rows[start:stop], stamps[start:stop])
+            buffer.trim(self.buffer_seconds)
 
     def _push_row(self, batch: GraspBatch, k: int) -> str:
         buffer, stamp = self._buffers[batch.robot_id], batch.stamps[k]

@@ -415,14 +415,18 @@ class StreamingAligner:
         oldest = buffer.stamps[0] if len(buffer) else stamp - self.buffer_seconds
         del holes[: bisect.bisect_left(holes, oldest)]
 
-    def _brackets(self, rid: str, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per target stamp: (0, WAIT, OLD or GAP: can a bracket be formed, as ``_bracket``
-        decided one by one; index of its sample after, or the exact one)."""
+    def _brackets(self, rid: str, targets: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+        """Per target stamp (increasing): (0, WAIT, OLD or GAP: can a bracket be formed, as
+        ``_bracket`` decided one by one, or None when every target is one of the robot's
+        stamps: all 0; index of its sample after, or the exact one)."""
         stamps = self._buffers[rid].stamps
         n = len(stamps)
         if not n:
             return np.full(len(targets), WAIT), np.zeros(len(targets), dtype=int)
-        after = np.minimum(np.searchsorted(stamps, targets, side="left"), n - 1)
+        after = np.searchsorted(stamps, targets, side="left")
+        if after[-1] < n and (stamps[after] == targets).all():  # robots sampling together
+            return None, after
+        after = np.minimum(after, n - 1)
         exact = stamps[after] == targets
         status = np.where(exact | (targets < stamps[n - 1]) & (after < n - 1), 0, WAIT)
         between = ~exact & (status == 0)
@@ -452,42 +456,53 @@ class StreamingAligner:
         reference = self._buffers[self.reference_id]
         t = reference.stamps
         status = np.zeros(len(t), dtype=int)
-        brackets = {}
+        brackets, exact = {}, set()
         for rid in self.robot_ids:
             if rid != self.reference_id and len(t):
                 mine, after = self._brackets(rid, t + self.offsets[rid])
-                status = np.where(status == 0, mine, status)
+                if mine is None:
+                    exact.add(rid)
+                else:
+                    status = np.where(status == 0, mine, status)
                 brackets[rid] = after
         waiting = (status == WAIT) & (t[-1:] - t <= self.max_delay)
         popped = int(np.argmax(waiting)) if waiting.any() else len(t)
-        for code, count in zip(*np.unique(status[:popped], return_counts=True), strict=True):
-            if code:
-                self.dropped[DROP_REASONS[code]] += int(count)
+        if status[:popped].any():
+            for code, count in zip(*np.unique(status[:popped], return_counts=True), strict=True):
+                if code:
+                    self.dropped[DROP_REASONS[code]] += int(count)
         good = np.flatnonzero(status[:popped] == 0)
         block = SetBlock.empty(self.robot_ids)
         if len(good):
-            block = self._block(t[good], good, {r: a[good] for r, a in brackets.items()})
+            after = {r: a[good] for r, a in brackets.items()}
+            block = self._block(t[good], good, after, exact)
         reference.start += popped
         return block
 
-    def _block(self, t: np.ndarray, rows: np.ndarray, after: dict[str, np.ndarray]) -> SetBlock:
+    def _block(
+        self, t: np.ndarray, rows: np.ndarray, after: dict[str, np.ndarray], exact: set[str]
+    ) -> SetBlock:
         """The sets at reference stamps ``t`` (reference rows ``rows``, the other robots'
-        brackets ending at ``after``), every sample stamped t."""
-        parts = []
-        for rid in self.robot_ids:
+        brackets ending at ``after``, the samples themselves for the robots ``exact``),
+        every sample stamped t."""
+        n = len(self.robot_ids)
+        sets = np.empty((len(t), n, _WIDTH))
+        for k, rid in enumerate(self.robot_ids):
+            buffer = self._buffers[rid]
             if rid == self.reference_id:
-                parts.append(self._buffers[rid].rows(rows))
+                sets[:, k] = buffer.rows(rows)
                 continue
-            buffer, index = self._buffers[rid], after[rid]
-            part = buffer.rows(index)
+            index = after[rid]
+            sets[:, k] = buffer.rows(index)
+            if rid in exact:
+                continue
             target = t + self.offsets[rid]
-            for q in np.flatnonzero(part[:, 0] != target):  # between two samples
+            for q in np.flatnonzero(sets[:, k, 0] != target):  # between two samples
                 a, b = buffer.sample(index[q] - 1), buffer.sample(index[q])
                 between = interpolate_sample(a, b, target[q], t[q])
-                part[q] = _row_matrix(GraspBatch.from_samples([between]))[0]
-            parts.append(part)
-        columns = _from_rows(np.stack(parts, axis=1))
-        columns["stamps"] = np.repeat(t[:, None], len(self.robot_ids), axis=1)
+                sets[q, k] = _row_matrix(GraspBatch.from_samples([between]))[0]
+        columns = _from_rows(sets)
+        columns["stamps"] = np.repeat(t[:, None], n, axis=1)
         return SetBlock(self.robot_ids, **columns)
 
     def pop_ready(self) -> list[dict[str, GraspSample]]:

@@ -77,15 +77,14 @@ class BlockSums:
             if len(X):
                 self.add(X[0])
             return
-        q, total = len(X), None
-        for k, (length, filled) in enumerate(
-            zip(self.lengths.tolist(), self.filled.tolist(), strict=True)
-        ):
-            if filled + q < length:  # no block completes: all rows into the open one
-                total = X.sum(axis=0) if total is None else total
-                self.partial[k] += total
-                self.filled[k] += q
-                continue
+        q = len(X)
+        open_ = self.filled + q < self.lengths  # no block completes: all rows into the open one
+        if open_.any():
+            self.partial[open_] += X.sum(axis=0)
+            self.filled[open_] += q
+        lengths, fills = self.lengths.tolist(), self.filled.tolist()
+        for k in np.flatnonzero(~open_).tolist():
+            length, filled = lengths[k], fills[k]
             ends = np.arange(length - filled - 1, q, length)  # last rows of the blocks complete
             starts = ends - (length - 1)
             starts[0] = 0

@@ -260,7 +260,8 @@ class SegmentStore:
             if residuals is not None:
                 segment.correlation.add_batch(residuals[k:stop])
             if block_rate_hz is not None:
-                wrench_blocks(segment, block_rate_hz).add_rows(raw[k:stop])
+                shared = S if raw is X else None  # the rows' product, computed above
+                wrench_blocks(segment, block_rate_hz).add_rows(raw[k:stop], shared)
             segment.end = float(t[stop - 1])
             k = stop
 

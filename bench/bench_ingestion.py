@@ -2,22 +2,23 @@
 
 A ring team of N robots (``sim.analytic``, 6-DoF motion, instrumented noise) at RATE Hz for
 DURATION seconds, as messages of K samples per robot (``GraspStateArray``; ``GraspState``
-for K = 1 on the raw path, as ``robot_node`` sends them), goes through the pipeline every
-10 ms of stamps (checks, alignment, estimator updates; no solve) two ways: ``raw``, the
-coordinator node's path (the messages' CDR bytes, every robot's of one 10-ms cycle read at
-once by ``ros.ingest.push_raw``, then ``TeamPipeline.process`` with the node's clock), and
-``per message`` (``ros.ingest.push_message`` of each rclpy message object: bags with odd
-messages, tests). Printed per case: the CPU time (``time.process_time``) per sample of each
-path and of the estimator's updates alone (the aligned sets fed again to a fresh
-``TeamEstimator``, one ``update`` per set and as one block, ``update_block``), best of
-``--repeat`` runs, on single-threaded BLAS as the coordinator runs it.
+for K = 1 on the raw path, as ``robot_node`` sends them), goes through the pipeline (checks,
+alignment, estimator updates; no solve) two ways: ``raw``, the coordinator node's path (the
+messages' CDR bytes, every robot's of one worker cycle, ``--cycle`` seconds of stamps as the
+node's ``update_period``, read at once by ``ros.ingest.push_raw``, then
+``TeamPipeline.process`` with the node's clock), and ``per message``
+(``ros.ingest.push_message`` of each rclpy message object: bags with odd messages, tests;
+``process`` every 10 ms of stamps). Printed per case: the CPU time (``time.process_time``)
+per sample of each path and of the estimator's updates alone (the aligned sets fed again
+to a fresh ``TeamEstimator``, one ``update`` per set and as one block, ``update_block``),
+best of ``--repeat`` runs, on single-threaded BLAS as the coordinator runs it.
 
 With ``--bag`` (e.g. the paper000 preset's: ``inertia_estimation simulate paper000_mocobots
 --out runs/paper000``) it also times ``inertia_estimation estimate`` on it (``estimate_bag``,
 solves every ``--period`` s of bag time and the final one from scratch): CPU and wall time,
 and the bag's duration over each (issue 16: >= 100x real time).
 
-    .venv/bin/python bench/bench_ingestion.py [--cases 1000:16,100:3] [--repeat 3]
+    .venv/bin/python bench/bench_ingestion.py [--cases 1000:16,100:3] [--repeat 3] [--cycle 0.01]
         [--bag runs/paper000/bag [--period 5]]
 """
 
@@ -76,13 +77,14 @@ def team_batches(n: int, rate: float, duration: float, k: int) -> tuple[tuple, l
     return ids, instants
 
 
-def raw_cycles(instants: list, rate: float, k: int) -> list[list[tuple]]:
-    """Per 10-ms cycle, its messages as the coordinator's callbacks queue them: (robot id,
-    topic, CDR bytes, arrival time: the newest stamp plus 2 ms); GraspState for K = 1."""
+def raw_cycles(instants: list, rate: float, k: int, cycle: float = 0.01) -> list[list[tuple]]:
+    """Per worker cycle (``cycle`` seconds of stamps: the node's ``update_period``), its
+    messages as the coordinator's callbacks queue them: (robot id, topic, CDR bytes, arrival
+    time: the newest stamp plus 2 ms); GraspState for K = 1."""
     from rclpy.serialization import serialize_message
 
-    every = max(1, round(0.01 * rate / k))
-    cycles, cycle = [], []
+    every = max(1, round(cycle * rate / k))
+    cycles, messages = [], []
     for j, instant in enumerate(instants):
         for rid, msg in instant:
             stamp = msg.sec[-1] + 1e-9 * msg.nanosec[-1]
@@ -90,11 +92,11 @@ def raw_cycles(instants: list, rate: float, k: int) -> list[list[tuple]]:
                 sample = grasp_samples(msg)[0]
                 msg = to_grasp_state(sample, msg.header.frame_id, msg.home_frame_id)
             topic = "grasp_state" if k == 1 else "grasp_state_array"
-            cycle.append((rid, topic, serialize_message(msg), stamp + 0.002))
+            messages.append((rid, topic, serialize_message(msg), stamp + 0.002))
         if j % every == every - 1:
-            cycles.append(cycle)
-            cycle = []
-    return cycles + [cycle]
+            cycles.append(messages)
+            messages = []
+    return cycles + [messages]
 
 
 def raw_cpu(ids: tuple, cycles: list, rate: float) -> tuple[float, SetBlock]:
@@ -196,6 +198,9 @@ def main() -> None:
     parser.add_argument("--cases", default="", help="rate:N,... (default 100:3,1000:3,1000:16)")
     parser.add_argument("--duration", type=float, default=2.0, help="seconds of samples")
     parser.add_argument("--repeat", type=int, default=3, help="runs per case (best is kept)")
+    parser.add_argument(
+        "--cycle", type=float, default=0.01, help="[s] of stamps per worker cycle (update_period)"
+    )
     parser.add_argument("--bag", default="", help="also time the estimate command on this bag")
     parser.add_argument("--period", type=float, default=5.0, help="[s] between history solves")
     args = parser.parse_args()
@@ -203,7 +208,8 @@ def main() -> None:
     if args.cases:
         cases = [(float(c.split(":")[0]), int(c.split(":")[1])) for c in args.cases.split(",")]
     print(
-        f"core ingestion, {args.duration:g} s of samples per case, CPU time per sample "
+        f"core ingestion, {args.duration:g} s of samples per case, raw path in cycles of "
+        f"{1e3 * args.cycle:g} ms, CPU time per sample "
         f"(best of {args.repeat}), target <= {TARGET_US:g} us; load average "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
@@ -217,7 +223,7 @@ def main() -> None:
     for rate, n in cases:
         k = max(1, round(rate / 100))
         ids, instants = team_batches(n, rate, args.duration, k)
-        cycles = raw_cycles(instants, rate, k)
+        cycles = raw_cycles(instants, rate, k, args.cycle)
         samples = n * k * len(instants)
         raw, whole, per_set, block = [], [], [], []
         for _ in range(args.repeat):

@@ -40,10 +40,13 @@ at 100 Hz, restamped on the system clock (``robot_replay.py``), through the robo
 the coordinator and the planner, each its own process on the system clock. The same
 measures, plus from the driver's sample stamp, per hop, and each process's CPU seconds per
 second of the collaborate phase. ``--rr``: every process at SCHED_RR; ``--rr-estimation``:
-SCHED_RR until the admittance starts, normal priority after.
+SCHED_RR until the admittance starts, normal priority after. ``--trace``: every process of the
+loop also times its publishes and callbacks on the wall clock (``loop_trace/``), and the
+segments of each sample's way (delivery and wake-up, each node's work) are printed from the
+nodes' own times, without this process's.
 
 Run: .venv/bin/python bench/bench_collaboration.py [--aerial | --latency [--timer] [--replay
-[--rr | --rr-estimation]] | --floor [--single] [--rr]] [--executor EXECUTABLE=KIND ...]
+[--rr | --rr-estimation] [--trace]] | --floor [--single] [--rr]] [--executor EXECUTABLE=KIND ...]
 """
 
 from __future__ import annotations
@@ -573,6 +576,7 @@ def replay() -> int:
     if prefix:  # this process too, before rclpy's and DDS's threads start (they inherit it)
         os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(FIFO_PRIORITY))
     folder = Path(tempfile.mkdtemp(prefix="bench_collaboration_replay_"))
+    trace = trace_children(folder) if "--trace" in sys.argv else None
     load = os.getloadavg()[0]
     monitor, arrivals, group = loop_monitor("events")  # 0.1 of a core less than "single"
     children = start_graph(replay_graph(folder), folder / "graph.log", chosen_executors(), prefix)
@@ -611,9 +615,24 @@ def replay() -> int:
     end = os.getloadavg()[0]
     print(f"{policy}; load average (1 min) {load:.1f} at the start, {end:.1f} at the end")
     status = arrivals.report(skip=BACKLOG, wall_stamps=True)
+    if trace is not None:
+        from loop_trace.trace_report import print_report
+
+        print_report(trace, ROBOTS)
     if status:
         print(f"(see {folder / 'graph.log'})")
     return status
+
+
+def trace_children(folder: Path) -> Path:
+    """``--trace``: the processes started from now on time their publishes and callbacks
+    (``loop_trace/sitecustomize.py``) into ``folder``/trace; returns that folder."""
+    trace = folder / "trace"
+    trace.mkdir()
+    probe = str(Path(__file__).with_name("loop_trace"))
+    os.environ["LOOP_TRACE"] = str(trace)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [probe, os.environ.get("PYTHONPATH")]))
+    return trace
 
 
 def floor(seconds: float = 15.0) -> int:
@@ -682,6 +701,9 @@ def check_options() -> None:
     parser.add_argument("--rr", action="store_true", help="the loop at SCHED_RR priority")
     parser.add_argument(
         "--rr-estimation", action="store_true", help="--replay: SCHED_RR until the admittance"
+    )
+    parser.add_argument(
+        "--trace", action="store_true", help="--replay: every process's publishes and callbacks"
     )
     parser.add_argument("--executor", action="append", metavar="EXECUTABLE=KIND", default=[])
     parser.parse_args()

@@ -22,7 +22,6 @@ from geometry_msgs.msg import (
     Vector3,
     Wrench,
 )
-from scipy.spatial.transform import Rotation
 
 from ..core.collaboration.human_wrench import ExternalWrenchEstimate
 from ..core.cooperative.estimate import TeamEstimate
@@ -340,6 +339,8 @@ def _quaternions_or_nan(T: np.ndarray) -> np.ndarray:
     q = np.full((len(T), 4), np.nan)
     finite = np.isfinite(T).all(axis=(1, 2))
     if finite.any():
+        from scipy.spatial.transform import Rotation  # not on the estimate's path
+
         q[finite] = Rotation.from_matrix(T[finite, :3, :3]).as_quat()
     return q
 

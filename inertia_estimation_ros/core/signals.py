@@ -128,7 +128,8 @@ class SectionMaps:
         self.T = np.where(lags >= 0, h[np.clip(lags, 0, None)], 0.0)
         self.O = outputs[:, 1:]
         self.A = after[:, :, 1:]  # A[q - 1]: q steps after unit states
-        self.impulse_states = after[:, :, 0]  # [k]: k + 1 steps after an impulse
+        # F[:, chunk - q:] = F_q: column j the states chunk - j steps after an impulse
+        self.F = np.ascontiguousarray(after[::-1, :, 0].T)
         self.chunk = chunk
 
     def __call__(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -139,7 +140,7 @@ class SectionMaps:
             part = x[start : start + self.chunk]
             q = len(part)
             y[start : start + q] = self.T[:q, :q] @ part + self.O[:q] @ z
-            z = self.A[q - 1] @ z + self.impulse_states[q - 1 :: -1].T @ part
+            z = self.A[q - 1] @ z + self.F[:, self.chunk - q :] @ part
         return y, z
 
 

@@ -153,11 +153,12 @@ class AdmittanceSupervisor:
             return None
         if self.active:
             self._check_inputs(now)
-        force_w, moment_c = np.zeros(3), np.zeros(3)
+        force_w, moment_c, age = np.zeros(3), np.zeros(3), 0.0
         if self.active and self._wrench is not None and now - self._wrench[0] <= self.input_timeout:
             R_w_s = self._pose[1][:3, :3]
             force_w, moment_c = R_w_s @ self._wrench[1][3:], self._wrench[1][:3]
-        state = self.admittance.step(force_w, moment_c, dt)
+            age = now - self._wrench[0]
+        state = self.admittance.step(force_w, moment_c, dt, age)
         self._last_reference = self._reference(now, state)
         return self._last_reference
 

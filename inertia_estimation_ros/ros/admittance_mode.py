@@ -140,6 +140,22 @@ PARAMETERS = [
     ),
     Param("admittance_wall_stiffness", "double", 200.0, "[N/m]", bounds=(0.0, 1e6)),
     Param(
+        "admittance_passivity_max_damping",
+        "double",
+        20.0,
+        "the delay stabilizer (a passivity observer on the human wrench and the reference "
+        "twist): extra damping at most this multiple of the admittance's; 0: off",
+        bounds=(0.0, 1e3),
+    ),
+    Param(
+        "admittance_passivity_energy_cap",
+        "double",
+        0.05,
+        "the passivity observer's stored energy at most [J] (surplus cannot fund a later "
+        "oscillation)",
+        bounds=(0.0, 1e3),
+    ),
+    Param(
         "admittance_input_timeout",
         "double",
         0.5,
@@ -207,6 +223,8 @@ class AdmittanceMode:
             wall_upper=walls[3:],
             wall_margin=p.admittance_wall_margin,
             wall_stiffness=p.admittance_wall_stiffness,
+            passivity_max_damping=p.admittance_passivity_max_damping,
+            passivity_energy_cap=p.admittance_passivity_energy_cap,
         )
         self._period = 1.0 / p.admittance_rate
         self.modes = ReferenceModes(

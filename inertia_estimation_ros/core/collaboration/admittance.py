@@ -241,6 +241,7 @@ class PassivityObserver:
         self.energy = 0.0  # E [J]
         self.damping = 0.0  # beta of the last step
         self.dissipated = 0.0  # [J] by the extra damping, since the start
+        self.step_dissipated = 0.0  # [J] ... in the last step
         self.age = 0.0  # [s] of the last wrench
         self._clock = 0.0
         self._times, self._paths = [0.0], [(0.0,) * 6]
@@ -289,6 +290,7 @@ class PassivityObserver:
         self._paths.append(tuple(a + b for a, b in zip(before, step_path, strict=True)))
         self.energy += dissipation - _dot6(w, _minus6(self._paths[-1], before))
         self.dissipated += dissipation
+        self.step_dissipated = dissipation
 
 
 def _dot6(a: tuple, b: tuple) -> float:

@@ -200,7 +200,7 @@ class AdmittanceSupervisor:
         observer, s = self.admittance.passivity, self.stabilizer
         if observer is None:
             return
-        if observer.step_dissipated > ACTING_POWER * dt:
+        if not self.admittance.stopping and observer.step_dissipated > ACTING_POWER * dt:
             if not s.acting:
                 self.stabilizer = s = Stabilizer(since=now)
                 self.events.append(

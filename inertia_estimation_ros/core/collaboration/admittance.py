@@ -19,6 +19,10 @@ Around eq. 40, what a pHRI user expects (notes §3.3, §5.6, issue 14):
 * virtual walls: a box in {w}; within ``wall_margin`` of a face a spring of stiffness
   ``wall_stiffness`` (and the damping D) pushes back, the notes' obstacle mode (K > 0);
 * ``stop()``: the reference decelerates at the acceleration limits to rest and holds;
+* a late w_H (``step``'s ``age``: a loaded computer, a slow network) must not make the loop
+  through a stiff arm oscillate: a time-domain passivity observer and controller on the
+  port (w_H, reference twist) adds damping only while the delay makes energy
+  (``PassivityObserver``); without delay it never acts (the same numbers);
 * M, D, K are 3x3 blocks (translation, rotation; force first as eq. 40's [F_H; M_H]),
   per axis or full; ``AdmittanceGains.from_estimate`` takes M as a fraction of the
   estimated mass and CoM inertia, so the payload feels lighter but keeps its shape.
@@ -448,22 +452,24 @@ class Admittance:
             self._observed_step(w, dt, max(float(age), 0.0))
         return self.state
 
-    def _dissipation_rate(self, v: np.ndarray, omega: np.ndarray) -> float:
+    def _dissipation_rate(self, v: Vector, omega: Vector) -> float:
         """v^T D v + omega^T D omega [W]: what the damping D dissipates at (v, omega)."""
-        g = self.gains
-        return float(v @ g.damping_linear @ v + omega @ g.damping_angular @ omega)
+        m = self._matrices
+        Dv, Dw = _times(m["damping_linear"], v), _times(m["damping_angular"], omega)
+        return _dot6((*v, *omega), (*Dv, *Dw))
 
     def _observed_step(self, w: np.ndarray, dt: float, age: float) -> None:
         """A step under the passivity observer and controller (``PassivityObserver``)."""
         start = self.state
-        rate = self._dissipation_rate(start.v, start.omega)
+        rate = self._dissipation_rate(tuple(start.v.tolist()), tuple(start.omega.tolist()))
         self._boost = self.passivity.before_step(age, dt, rate)
         try:
             end = self._rk4(w, dt)
         finally:
             boost, self._boost = self._boost, 0.0
-        v, omega = 0.5 * (start.v + end.v), 0.5 * (start.omega + end.omega)
-        path = (*(end.p - start.p).tolist(), *(dt * omega).tolist())
+        v = tuple((0.5 * (start.v + end.v)).tolist())
+        omega = tuple((0.5 * (start.omega + end.omega)).tolist())
+        path = (*(end.p - start.p).tolist(), *(dt * x for x in omega))
         dissipated = boost * dt * self._dissipation_rate(v, omega) if boost else 0.0
         self.passivity.after_step(tuple(w.tolist()), dt, path, dissipated)
         self.state = end

@@ -205,9 +205,9 @@ class AdmittanceSupervisor:
                 self.stabilizer = s = Stabilizer(since=now)
                 self.events.append(
                     f"admittance stabilizer acting: the human wrench arrives "
-                    f"{observer.age * 1e3:.0f} ms late and the loop gave back "
-                    f"{-observer.energy * 1e3:.1f} mJ it had not received (it would oscillate); "
-                    f"extra damping {observer.damping:.1f} x the admittance's"
+                    f"{observer.age * 1e3:.0f} ms late and the admittance gave back "
+                    f"{-observer.energy * 1e3:.1f} mJ more than the person put in; extra "
+                    f"damping {observer.damping:.1f} x its own"
                 )
             s.last, s.age = now, max(s.age, observer.age)
             s.damping = max(s.damping, observer.damping)

@@ -200,7 +200,9 @@ class AdmittanceSupervisor:
         observer, s = self.admittance.passivity, self.stabilizer
         if observer is None:
             return
-        if not self.admittance.stopping and observer.step_dissipated > ACTING_POWER * dt:
+        # a safe stop's deceleration steps without the observer (its last step stays)
+        dissipated = 0.0 if self.admittance.stopping else observer.step_dissipated
+        if dissipated > ACTING_POWER * dt:
             if not s.acting:
                 self.stabilizer = s = Stabilizer(since=now)
                 self.events.append(
@@ -212,7 +214,7 @@ class AdmittanceSupervisor:
             s.last, s.age = now, max(s.age, observer.age)
             s.damping = max(s.damping, observer.damping)
         if s.acting:
-            s.dissipated += observer.step_dissipated
+            s.dissipated += dissipated
             if now - s.last > IDLE_AFTER:
                 self.events.append(
                     f"admittance stabilizer idle again: it dissipated {s.dissipated:.3f} J in "

@@ -57,26 +57,36 @@ def target(t: float) -> float:
     return TARGET * s * s * (3 - 2 * s)
 
 
+class Arm:
+    """The payload's yaw, 30 ms behind the reference (the robots), and the person's moment
+    on it as the robots' 5 Hz wrench filter passes it on."""
+
+    def __init__(self) -> None:
+        self.yaw = self.previous = self.sensed = 0.0
+        self.smoothing = 1.0 - np.exp(-2 * np.pi * SENSOR_CUTOFF * DT)
+
+    def moment(self, t: float, reference: float) -> float:
+        self.yaw += DT / ROBOT_LAG * (reference - self.yaw)
+        moment = ARM[0] * (target(t) - self.yaw) - ARM[1] * (self.yaw - self.previous) / DT
+        self.previous = self.yaw
+        self.sensed += self.smoothing * (moment - self.sensed)
+        return self.sensed
+
+
 def run_loop(delay: float, max_damping: float, **gains: float) -> Run:
     """The yaw loop (module docstring) for ``SECONDS`` with the wrench ``delay`` [s]."""
     adm = Admittance(
         AdmittanceGains(**{**LOOP_GAINS, "passivity_max_damping": max_damping, **gains}),
         AdmittanceState(np.zeros(3), np.eye(3)),
     )
-    late = int(round(delay / DT))
-    smoothing = 1.0 - np.exp(-2 * np.pi * SENSOR_CUTOFF * DT)
-    yaw, previous, sensed, sent = 0.0, 0.0, 0.0, []
+    late, arm, sent = int(round(delay / DT)), Arm(), []
     log, damping, lowest = [], [], 0.0
     for k in range(int(SECONDS / DT)):
         reference = np.arctan2(adm.state.R[1, 0], adm.state.R[0, 0])
-        yaw += DT / ROBOT_LAG * (reference - yaw)
-        moment = ARM[0] * (target(k * DT) - yaw) - ARM[1] * (yaw - previous) / DT
-        previous = yaw
-        sensed += smoothing * (moment - sensed)
-        sent.append(sensed)
+        sent.append(arm.moment(k * DT, reference))
         arrived = sent[k - late] if k >= late else 0.0
         adm.step(np.zeros(3), np.array([0.0, 0.0, arrived]), DT, age=delay)
-        log.append(yaw)
+        log.append(arm.yaw)
         observer = adm.passivity
         damping.append(observer.damping if observer else 0.0)
         lowest = min(lowest, observer.energy if observer else 0.0)
@@ -193,16 +203,11 @@ def test_the_supervisor_passes_the_wrench_age_and_reports_the_stabilizer() -> No
     sup.on_estimate(ModelSummary(True, 32.4, np.zeros(3), np.diag([1.1, 2.0, 3.16])))
     sup.on_pose(0.0, np.eye(4))
     assert sup.start()[0]
-    smoothing = 1.0 - np.exp(-2 * np.pi * SENSOR_CUTOFF * DT)
-    yaw, previous, sensed, sent, late, reference, ages = 0.0, 0.0, 0.0, [], 15, 0.0, set()
+    arm, sent, late, reference, ages = Arm(), [], 15, 0.0, set()
     for k in range(1, int(SECONDS / DT)):
         now = k * DT
-        yaw += DT / ROBOT_LAG * (reference - yaw)
-        moment = ARM[0] * (target(now) - yaw) - ARM[1] * (yaw - previous) / DT
-        previous = yaw
-        sensed += smoothing * (moment - sensed)
-        sent.append((now, sensed))
-        c, s = np.cos(yaw), np.sin(yaw)
+        sent.append((now, arm.moment(now, reference)))
+        c, s = np.cos(arm.yaw), np.sin(arm.yaw)
         sup.on_pose(now, np.array([[c, -s, 0, 0], [s, c, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1.0]]))
         if k > late:
             stamp, m = sent[k - 1 - late]
@@ -211,7 +216,7 @@ def test_the_supervisor_passes_the_wrench_age_and_reports_the_stabilizer() -> No
         reference = np.arctan2(R[1, 0], R[0, 0])
         ages.add(round(sup.admittance.passivity.age, 6))
     assert ages == {0.0, 0.15}  # before the first wrench: none, age 0
-    assert abs(yaw - TARGET) < np.deg2rad(0.6)  # the moment dead band: 0.5 N m / 60 N m/rad
+    assert abs(arm.yaw - TARGET) < np.deg2rad(0.6)  # the moment dead band: 0.5 N m / 60 N m/rad
     events = [e for e in sup.events if "stabilizer" in e]
     print(events)
     assert len(events) == 2 and "acting" in events[0] and "150 ms late" in events[0]

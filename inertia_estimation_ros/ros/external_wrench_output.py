@@ -262,7 +262,7 @@ class ExternalWrenchOutput:
         """The wrench at the newest instant every robot has reached, if not done yet."""
         params = self.node.params
         newest = self._history.newest
-        instant = newest.min()
+        instant = float(newest.min())  # (round of a numpy float is slow)
         if instant == -np.inf:  # a robot without samples
             return None
         if (

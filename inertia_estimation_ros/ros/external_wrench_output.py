@@ -155,7 +155,8 @@ _NAN3 = (np.nan,) * 3
 
 class ExternalWrenchOutput:
     """Publishes the external wrench of the robots' samples (module docstring). Threads:
-    ``follow`` on the pipeline's (worker) thread, ``on_message`` on the executor's."""
+    ``follow`` on the pipeline's (worker) thread, ``on_raw`` (``on_message``) on the
+    executor's."""
 
     def __init__(
         self,
@@ -262,12 +263,12 @@ class ExternalWrenchOutput:
         """The wrench at the newest instant every robot has reached, if not done yet."""
         params = self.node.params
         newest = self._history.newest
-        instant = float(newest.min())  # (round of a numpy float is slow)
+        instant = min(newest)
         if instant == -np.inf:  # a robot without samples
             return None
         if (
             robot_id == self.reference_id
-            and newest.max() - instant > params.external_wrench_max_spread
+            and max(newest) - instant > params.external_wrench_max_spread
         ):
             self._count(LAGS)
         slot = round(instant * params.external_wrench_rate)
@@ -309,7 +310,7 @@ class ExternalWrenchOutput:
 STAMP, HAS_G, HAS_TORQUE, OWN, MSG, J = 0, 1, 2, 3, 4, 5
 V, DV, F, G = slice(6, 12), slice(12, 18), slice(18, 24), slice(24, 27)
 COLUMNS = 27
-_Write = Callable[[int, slice, int], None]  # sets robot n's rows at a slice from a sample on
+_Write = Callable[[int, slice, int], None]  # ``_History._add``'s write
 
 
 class _History:
@@ -325,7 +326,7 @@ class _History:
         self.rows = np.empty((len(robot_ids), 0, COLUMNS))  # grown as messages come
         self.stamps = np.empty((len(robot_ids), 0))  # inf beyond the count
         self.count = np.zeros(len(robot_ids), dtype=int)
-        self.newest = np.full(len(robot_ids), -np.inf)
+        self.newest = [-np.inf] * len(robot_ids)  # floats: read per message
         self.covariances: np.ndarray | None = None  # (robots, capacity, 2, 6, 6): F, dV
         self.messages: list[deque[tuple[bytes, _Plan]]] = [deque() for _ in robot_ids]
         self.first_serial = [0] * len(robot_ids)  # the serial number of messages[n][0]
@@ -333,7 +334,7 @@ class _History:
     def clear(self) -> None:
         self.count[:] = 0
         self.stamps[:] = np.inf
-        self.newest[:] = -np.inf
+        self.newest[:] = [-np.inf] * len(self.newest)
         for n, messages in enumerate(self.messages):
             self.first_serial[n] += len(messages)
             messages.clear()
@@ -356,7 +357,8 @@ class _History:
         return self._add(n, stamps, clock_jump, lambda *rows: self._set_raw(raw, plan, *rows))
 
     def _add(self, n: int, stamps: np.ndarray, clock_jump: float, write: _Write) -> bool:
-        """``add``: ``write(n, rows, first)`` sets the rows of the samples from ``first`` on."""
+        """``add``: ``write(n, rows, first)`` sets robot n's rows (a slice) to its samples
+        from index ``first`` of the message on."""
         if stamps[0] > self.newest[n] and (len(stamps) == 1 or (stamps[1:] > stamps[:-1]).all()):
             self._append(n, stamps, write, 0)  # the usual case: a message in time order
             return False
@@ -377,7 +379,7 @@ class _History:
         write(n, slice(c, c + k), first)
         self.stamps[n, c : c + k] = stamps
         self.count[n] = c + k
-        self.newest[n] = stamps[-1]
+        self.newest[n] = float(stamps[-1])
 
     def _set_samples(self, samples: Sequence[GraspSample], n: int, at: slice, first: int) -> None:
         rows = self.rows[n, at]

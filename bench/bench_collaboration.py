@@ -40,10 +40,13 @@ at 100 Hz, restamped on the system clock (``robot_replay.py``), through the robo
 the coordinator and the planner, each its own process on the system clock. The same
 measures, plus from the driver's sample stamp, per hop, and each process's CPU seconds per
 second of the collaborate phase. ``--rr``: every process at SCHED_RR; ``--rr-estimation``:
-SCHED_RR until the admittance starts, normal priority after.
+SCHED_RR until the admittance starts, normal priority after. ``--trace``: every process of the
+loop also times its publishes and callbacks on the wall clock (``loop_trace/``), and the
+segments of each sample's way (delivery and wake-up, each node's work) are printed from the
+nodes' own times, without this process's.
 
 Run: .venv/bin/python bench/bench_collaboration.py [--aerial | --latency [--timer] [--replay
-[--rr | --rr-estimation]] | --floor [--single] [--rr]] [--executor EXECUTABLE=KIND ...]
+[--rr | --rr-estimation] [--trace]] | --floor [--single] [--rr]] [--executor EXECUTABLE=KIND ...]
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -266,33 +270,74 @@ def latency_graph(folder: Path) -> Path:
     return path
 
 
+def stamp_reader(kind: type) -> object:
+    """``serialized``'s reader of the stamped messages of type ``kind`` (GraspState,
+    ExternalWrench or PoseStamped)."""
+    from geometry_msgs.msg import PoseStamped
+
+    from inertia_estimation_ros.msg import ExternalWrench, GraspState
+    from inertia_estimation_ros.ros import serialized
+
+    readers = {
+        GraspState: serialized.grasp_state_reader,
+        ExternalWrench: serialized.external_wrench_reader,
+        PoseStamped: serialized.pose_stamped_reader,
+    }
+    return readers[kind]()
+
+
 class Arrivals:
     """Wall times (``time.time``) at which this process saw the loop's messages: the reference
     robot's sample and the wrench by stamp (the first copy), the planner's references (if
-    given) and each robot's commands in order. This process sees the topics as the nodes do."""
+    given) and each robot's commands in order. This process sees the topics as the nodes do.
+    It takes them as serialized bytes and reads only the stamps (``serialized``'s readers):
+    the observer runs on the loop's cores at the loop's priority, and with rclpy's message
+    objects (and /proc read every 50 ms, ``replay``) it took a third of a core at 100 Hz,
+    more than any node but the coordinator (now 0.10-0.12)."""
 
     def __init__(self, node: object, topics: dict[str, tuple[type, str]]) -> None:
         """``topics``: "sample", "wrench", optionally "reference", and each robot's id ->
         (message type, topic)."""
-        from inertia_estimation_ros.ros.conversions import seconds
         from inertia_estimation_ros.ros.interface import RELIABLE_QOS, SENSOR_QOS
 
         self.sample: dict[float, float] = {}
         self.wrench: dict[float, float] = {}
         self.reference: list[float] = []
         self.commands: dict[str, list[float]] = {}
+        self.first_stamp = self.last_stamp = None  # of the samples [s]
         now = time.time
         for what, (kind, topic) in topics.items():
             if what in ("sample", "wrench"):
-                first = getattr(self, what)
-                callback = lambda m, f=first: f.setdefault(seconds(m.header.stamp), now())  # noqa: E731
+                callback = self._stamped(kind, getattr(self, what), what == "sample")
             else:
                 arrivals = self.reference if what == "reference" else []
                 if what != "reference":
                     self.commands[what] = arrivals
-                callback = lambda m, a=arrivals: a.append(now())  # noqa: E731
+                callback = lambda raw, a=arrivals: a.append(now())  # noqa: E731
             qos = SENSOR_QOS if what == "sample" else RELIABLE_QOS
-            node.create_subscription(kind, topic, callback, qos)
+            node.create_subscription(kind, topic, callback, qos, raw=True)
+
+    def _stamped(
+        self, kind: type, first: dict[float, float], sample: bool
+    ) -> Callable[[bytes], None]:
+        """A raw callback keeping the first arrival of each stamp in ``first``; ``sample``:
+        also the first and last stamps."""
+        reader = stamp_reader(kind)
+        now = time.time
+
+        def callback(raw: bytes) -> None:
+            arrived = now()
+            stamp = reader.read(raw).stamp
+            first.setdefault(stamp, arrived)
+            if sample:
+                self.first_stamp = stamp if self.first_stamp is None else self.first_stamp
+                self.last_stamp = stamp
+
+        return callback
+
+    def span(self) -> float:
+        """Seconds of sample time seen so far (0 before two samples)."""
+        return 0.0 if self.first_stamp is None else self.last_stamp - self.first_stamp
 
     def _after(self, when: float) -> float | None:
         """When every robot's first command after ``when`` arrived (None: not every one)."""
@@ -442,6 +487,8 @@ def loop_monitor(executor: str = "single") -> tuple[object, Arrivals, object]:
 
 
 # ----- latency with the robots' data replayed (--replay) ----------------------------------------
+# [s] without a new sample: the drivers are done (robot_replay.py waits 0.5 s before it ends)
+DRIVERS_DONE = 0.25
 REPLAY_CACHE = Path(__file__).resolve().parents[1] / "build" / "bench" / "collaboration_replay"
 
 
@@ -529,30 +576,34 @@ def replay() -> int:
     if prefix:  # this process too, before rclpy's and DDS's threads start (they inherit it)
         os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(FIFO_PRIORITY))
     folder = Path(tempfile.mkdtemp(prefix="bench_collaboration_replay_"))
+    trace = trace_children(folder) if "--trace" in sys.argv else None
     load = os.getloadavg()[0]
     monitor, arrivals, group = loop_monitor("events")  # 0.1 of a core less than "single"
     children = start_graph(replay_graph(folder), folder / "graph.log", chosen_executors(), prefix)
     drivers = str(Path(__file__).with_name("robot_replay.py"))
     children["drivers"] = subprocess.Popen([*prefix, sys.executable, drivers, str(bag)])
-    enabled, cpu = None, {}
+    enabled, cpu, cpu_end = None, {}, {}
     try:
         deadline = time.monotonic() + 600
+        seen, since = None, time.monotonic()  # the newest sample's stamp, seen since when
         while children["drivers"].poll() is None and time.monotonic() < deadline:
-            stamps = arrivals.sample.copy()
-            if enabled is None and stamps and max(stamps) - min(stamps) >= collaborate:
+            if enabled is None and arrivals.span() >= collaborate:
                 enabled = monitor.enable_admittance(timeout=10.0)
                 print(f"/planner_node/enable: {enabled.message if enabled else 'no answer'}")
                 if demote:
                     normal_priority([os.getpid(), *(c.pid for c in children.values())])
                 cpu = cpu_seconds(children)
-            if enabled is not None and enabled.success:
-                cpu_end = cpu_seconds(children)
-                replayed = max(stamps) - min(stamps) - collaborate
+            if arrivals.last_stamp != seen:
+                seen, since = arrivals.last_stamp, time.monotonic()
+            elif cpu and not cpu_end and time.monotonic() - since > DRIVERS_DONE:
+                # once, after the last sample (not while the loop runs: /proc's reads
+                # would compete with it, on its cores and for this process's interpreter)
+                cpu_end, replayed = cpu_seconds(children), arrivals.span() - collaborate
             time.sleep(0.05)
     finally:
         stop_children(children)
         group.stop()
-    if cpu and enabled.success:
+    if cpu_end and enabled.success:
         spent = {name: cpu_end[name] - cpu.get(name, 0.0) for name in cpu_end}
         print(
             f"CPU seconds per second of the collaborate phase replayed ({replayed:.1f} s): "
@@ -564,9 +615,24 @@ def replay() -> int:
     end = os.getloadavg()[0]
     print(f"{policy}; load average (1 min) {load:.1f} at the start, {end:.1f} at the end")
     status = arrivals.report(skip=BACKLOG, wall_stamps=True)
+    if trace is not None:
+        from loop_trace.trace_report import print_report
+
+        print_report(trace, ROBOTS)
     if status:
         print(f"(see {folder / 'graph.log'})")
     return status
+
+
+def trace_children(folder: Path) -> Path:
+    """``--trace``: the processes started from now on time their publishes and callbacks
+    (``loop_trace/sitecustomize.py``) into ``folder``/trace; returns that folder."""
+    trace = folder / "trace"
+    trace.mkdir()
+    probe = str(Path(__file__).with_name("loop_trace"))
+    os.environ["LOOP_TRACE"] = str(trace)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [probe, os.environ.get("PYTHONPATH")]))
+    return trace
 
 
 def floor(seconds: float = 15.0) -> int:
@@ -635,6 +701,9 @@ def check_options() -> None:
     parser.add_argument("--rr", action="store_true", help="the loop at SCHED_RR priority")
     parser.add_argument(
         "--rr-estimation", action="store_true", help="--replay: SCHED_RR until the admittance"
+    )
+    parser.add_argument(
+        "--trace", action="store_true", help="--replay: every process's publishes and callbacks"
     )
     parser.add_argument("--executor", action="append", metavar="EXECUTABLE=KIND", default=[])
     parser.parse_args()

@@ -44,12 +44,12 @@ def graph_file(tmp_path: Path) -> Path:
     """config/sim_collaborate.yaml on the short test scenario (as the demo's tests run it)."""
     data = yaml.safe_load((ROOT / "config" / "sim_collaborate.yaml").read_text())
     sim = data["/sim_node"]["ros__parameters"]
-    # A quarter of real time: at 1x a loaded 2-core machine loses the estimation (no valid
-    # grasps in 1 of 2 runs); at 0.5x and load 13-18 the human wrench lags the pose by up to
-    # 0.1 s of simulated time and the yaw loop (the person's arm, ~60 N m/rad, on the
-    # admittance's half inertia) swings about the target at the speed limit (turned 2.5 and
-    # 4.9 of 10 deg, 2026-11-27); at 0.25x 10.1 and 9.0 deg at the same load.
-    sim.update(scenario="test_collaborate.yaml", diagnostics_period=0.1, real_time_factor=0.25)
+    # Half of real time: at 1x a loaded 2-core machine loses the estimation (no valid grasps
+    # in 1 of 2 runs). At 0.5x and load 13-18 the human wrench lags the pose by up to 0.1 s
+    # of simulated time; without the admittance's passivity controller the yaw loop (the
+    # person's arm, ~60 N m/rad, on the admittance's half inertia) swung about the target at
+    # the speed limit (turned 2.5 and 4.9 of 10 deg, 2026-11-27).
+    sim.update(scenario="test_collaborate.yaml", diagnostics_period=0.1, real_time_factor=0.5)
     path = tmp_path / "graph.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -130,15 +130,22 @@ def wait_for(condition, timeout: float, what: str, children: dict | None = None)
 
 def enable(probe: Probe) -> SetBool.Response:
     """~/enable true; again while the planner says the human wrench lags (the coordinator
-    catches up for a few seconds after the estimation's solves)."""
+    catches up for a few seconds after the estimation's solves) or that no estimate reached
+    it yet (a loaded machine: the planner's latched subscription matched late, 1 of 6 runs)."""
     deadline = time.monotonic() + 30
     while True:
         future = probe.enable.call_async(SetBool.Request(data=True))
         wait_for(future.done, 30, "/planner_node/enable")
         answer = future.result()
-        if answer.success or "lags" not in answer.message or time.monotonic() > deadline:
+        retry = "lags" in answer.message or "no estimate received" in answer.message
+        if answer.success or not retry or time.monotonic() > deadline:
             return answer
         time.sleep(0.2)
+
+
+def stabilizer_events(log: Path) -> list[str]:
+    """The planner's messages about its admittance stabilizer (the passivity controller)."""
+    return [line.strip() for line in log.read_text().splitlines() if "stabilizer" in line]
 
 
 def handle_in_world(T_w_s: np.ndarray, T_P_s: np.ndarray) -> np.ndarray:
@@ -179,12 +186,19 @@ def test_a_person_moves_the_payload_through_the_nodes_and_the_robots_hold_withou
         turned = sp.log3(T_w_s[:3, :3] @ start[1][:3, :3].T)
         print(probe.counts)
         print(f"handle to the path's end {reached:.3f} m, turned {np.rad2deg(turned).round(2)} deg")
+        yaws = [sp.log3(T[:3, :3] @ start[1][:3, :3].T)[2] for t, T in probe.poses if t > start[0]]
+        print(f"yaw: max {np.rad2deg(max(yaws)):.2f} deg (target {np.rad2deg(YAW):.0f})")
+        print(*stabilizer_events(tmp_path / "graph.log"), sep="\n")
         # Without ROS the handle ends within 0.02 m of the target (test_collaboration_sim); a
         # loaded 2-core machine delays the human wrench by up to 0.5 s here (the coordinator's
         # robots drift apart, safe stops), so this asks for most of the path and its sense.
         start_distance = np.linalg.norm(handle_in_world(start[1], T_P_s) - end)
         assert reached < 0.5 * start_distance
         assert turned[2] > 0.5 * YAW and np.linalg.norm(turned[:2]) < np.deg2rad(5)
+        # No swing about the target: with the wrench late by 0.15 s and no passivity
+        # controller the yaw reached 17.9 deg (10.9-13.9 with it in 5 runs at load 14-27,
+        # 2026-11-27; the rest of the swing is the wrench estimate's error, not its delay).
+        assert max(yaws) < YAW + np.deg2rad(6)
         # The coordinator dies: no human wrench, the planner's reference stops safely (within
         # its limits, once the input timeout has passed) and holds; the robots hold the
         # payload (the person still holds the handle).

@@ -175,6 +175,16 @@ def test_errors_in_variables_correction_removes_the_attenuation_bias():
     assert error_corrected < 0.2 * error_biased
 
 
+def test_forward_differences_are_scipys_approx_fprime_bit_for_bit():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        theta = an.paper_payload().vec * rng.uniform(0.5, 2.0, 10)
+        steps = 1e-7 * np.maximum(np.abs(theta), 1e-6 * np.abs(theta).max())
+        f = pp._mass_com_inertia
+        expected = approx_fprime(theta, f, steps)
+        assert pp.forward_differences(f, theta, steps).tobytes() == expected.tobytes()
+
+
 def test_property_covariances_match_sampling_and_finite_differences():
     rng = np.random.default_rng(7)
     theta = an.paper_payload().vec

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import chi2
 
 from inertia_estimation_ros.core import spatial as sp
 from inertia_estimation_ros.core.cooperative import (
@@ -415,6 +416,20 @@ def test_the_stated_false_alarm_rate_holds_and_untestable_segments_show_nothing(
             np.array([5.0, 5.0]), np.array([1e-12, 0.0]), np.array([1.0, 1.0]), 1e-4
         )
     assert not flagged.any() and np.all(severity == 0.0)
+
+
+def test_the_threshold_is_scipys_chi2_isf_bit_for_bit():
+    """``significance`` takes the quantile from scipy.special (``chdtri``, what
+    ``chi2.isf`` calls for 0 < alpha < 1 and dof > 0) without loading scipy.stats."""
+    rng = np.random.default_rng(5)
+    mean = rng.uniform(2.0, 3000.0, 500)  # dof = 2 mean^2 / variance >= 0.5: testable
+    variance = mean * rng.uniform(1.0, 8.0, 500)
+    scale = np.maximum(variance, 1e-9) / (2 * np.maximum(mean, 1e-9))
+    for alpha in (1e-6, 1e-4, 0.01, 0.3):
+        threshold = scale * chi2.isf(alpha, mean / scale)
+        T = threshold * rng.uniform(0.5, 1.5, 500)
+        _, severity = significance(T, mean, variance, alpha)
+        assert severity.tobytes() == (T / threshold).tobytes()
 
 
 @pytest.mark.parametrize("noisy", [False, True])

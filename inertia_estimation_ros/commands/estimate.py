@@ -288,7 +288,7 @@ def recorded_estimates(path: Path) -> tuple[Any, list]:
 
     topics = bag_topics(path)
     wanted = [t for t in (TRUTH_TOPIC, LIVE_TOPIC) if t in topics]
-    if not wanted:  # rclpy (its import) only to deserialize these
+    if not wanted:
         return None, []
     found = _indexed_messages(path, wanted)
     if found is None:  # not one indexed mcap file: through rosbags' reader
@@ -301,9 +301,8 @@ def recorded_estimates(path: Path) -> tuple[Any, list]:
 
 def _indexed_messages(path: Path, topics: list[str]) -> dict[str, list] | None:
     """The first truth and every live estimate of an indexed mcap bag, through its index
-    (``bags.read_topic_records``: no second reader of the bag); None for any other bag."""
-    from rclpy.serialization import deserialize_message
-
+    (``bags.read_topic_records``: no second reader of the bag), decoded without rclpy
+    (``ros.cdr``); None for any other bag."""
     from ..bags import rclpy_class, read_topic_records
 
     records = read_topic_records(path, topics)
@@ -313,8 +312,21 @@ def _indexed_messages(path: Path, topics: list[str]) -> dict[str, list] | None:
     for topic, messages in records.items():
         kind = rclpy_class(messages.msgtype)
         count = min(len(messages), 1) if topic == TRUTH_TOPIC else len(messages)
-        found[topic] = [deserialize_message(messages.message(k), kind) for k in range(count)]
+        found[topic] = [_decoded(messages.message(k), kind) for k in range(count)]
     return found
+
+
+def _decoded(raw: bytes, kind: type) -> Any:
+    """A message of class ``kind`` from its CDR bytes: ``ros.cdr`` (no rclpy to load), rclpy
+    for what it does not read."""
+    from ..ros.cdr import UnsupportedError, decode
+
+    try:
+        return decode(raw, kind)
+    except UnsupportedError:
+        from rclpy.serialization import deserialize_message
+
+        return deserialize_message(raw, kind)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

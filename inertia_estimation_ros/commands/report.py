@@ -54,10 +54,8 @@ class Quantities:
 def quantities(msg: Any) -> Quantities:
     """What a PayloadEstimate (estimate or ground truth) says, with 1-sigma from its
     covariances (parameter_covariance propagated to mass, CoM and inertia at first order)."""
-    from scipy.spatial.transform import Rotation
-
     from ..core.cooperative.payload_properties import payload_properties
-    from ..core.spatial import log3_covariance
+    from ..core.spatial import log3, log3_covariance
     from ..ros.conversions import covariance_matrix, seconds, transform_matrix
 
     grasps = {}
@@ -67,7 +65,7 @@ def quantities(msg: Any) -> Quantities:
             C = covariance_matrix(g.covariance)  # core order (dphi, dp); None: zero
             C = np.zeros((6, 6)) if C is None else C
             std = np.sqrt(np.clip(np.diag(C), 0, None))
-            rotvec = np.rad2deg(Rotation.from_matrix(T[:3, :3]).as_rotvec())
+            rotvec = np.rad2deg(log3(T[:3, :3]))
             # the rotation vector's own sigma, not that of the perturbation dphi
             rotvec_C = log3_covariance(T[:3, :3], C[:3, :3])
             rotvec_std = np.rad2deg(np.sqrt(np.clip(np.diag(rotvec_C), 0, None)))

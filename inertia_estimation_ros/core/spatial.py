@@ -22,7 +22,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 ArrayLike = np.ndarray
 
@@ -164,6 +163,8 @@ def quaternion(R: ArrayLike) -> tuple[float, float, float, float]:
         and abs(g * g + h * h + i * i - 1.0) < 5e-6
     )
     if not (orthonormal and a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g) > 0.5):
+        from scipy.spatial.transform import Rotation  # rarely: loaded here
+
         x, y, z, w = Rotation.from_matrix(R).as_quat().tolist()
         return x, y, z, w
     trace = a + e + i
@@ -192,6 +193,8 @@ def log3(R: ArrayLike) -> np.ndarray:
     w = np.array([r21 - r12, r02 - r20, r10 - r01])  # 2 sin(a) axis
     angle = math.acos(min(max(0.5 * (r00 + r11 + r22 - 1.0), -1.0), 1.0))  # NaN stays NaN
     if angle > np.pi - 1e-3:
+        from scipy.spatial.transform import Rotation  # rarely: loaded here
+
         return Rotation.from_matrix(R).as_rotvec()
     if angle < 1e-6:
         return 0.5 * (1.0 + angle**2 / 6.0) * w

@@ -13,7 +13,11 @@ human wrench (``admittance_on_wrench``: no wait for a timer tick, at most twice
 with the reason (e.g. the mass is not valid yet); ``~/admittance/stop`` (or ``~/enable``
 false), an estimate that goes invalid or stale (no ``payload_estimate`` for
 ``admittance_estimate_timeout``: the coordinator died) and a silent input stop the reference
-safely: it decelerates within the limits and holds, and the robots hold with it.
+safely: it decelerates within the limits and holds, and the robots hold with it. A human
+wrench that arrives late (each wrench's stamp against the ROS clock) would make the loop
+through a stiff arm oscillate: the admittance's passivity controller
+(``admittance_passivity_*``) then adds damping, logged and on ``/diagnostics`` (WARN while
+it acts).
 ``~/mode/admittance``, ``~/mode/balancing`` and ``~/mode/hold`` switch the same reference
 bumplessly (``core.collaboration.modes``; balancing plans from the reference's state through
 the node's ``plan_balancing``). The same admittance serves aerial teams: with
@@ -30,6 +34,7 @@ import threading
 from collections.abc import Awaitable, Callable
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -43,6 +48,7 @@ from ..msg import ExternalWrench, GraspState, PayloadEstimate
 from .conversions import inertial_parameters, pose_matrix, to_pose, to_time, to_twist
 from .interface import NEWEST_QOS, RELIABLE_QOS, Service, Topic
 from .parameters import Param
+from .runtime import diagnostics
 from .serialized import (
     HeaderFields,
     PoseFields,
@@ -140,6 +146,22 @@ PARAMETERS = [
     ),
     Param("admittance_wall_stiffness", "double", 200.0, "[N/m]", bounds=(0.0, 1e6)),
     Param(
+        "admittance_passivity_max_damping",
+        "double",
+        20.0,
+        "the delay stabilizer (a passivity observer on the human wrench and the reference "
+        "twist): extra damping at most this multiple of the admittance's; 0: off",
+        bounds=(0.0, 1e3),
+    ),
+    Param(
+        "admittance_passivity_energy_cap",
+        "double",
+        0.05,
+        "the passivity observer's stored energy at most [J] (surplus cannot fund a later "
+        "oscillation)",
+        bounds=(0.0, 1e3),
+    ),
+    Param(
         "admittance_input_timeout",
         "double",
         0.5,
@@ -207,6 +229,8 @@ class AdmittanceMode:
             wall_upper=walls[3:],
             wall_margin=p.admittance_wall_margin,
             wall_stiffness=p.admittance_wall_stiffness,
+            passivity_max_damping=p.admittance_passivity_max_damping,
+            passivity_energy_cap=p.admittance_passivity_energy_cap,
         )
         self._period = 1.0 / p.admittance_rate
         self.modes = ReferenceModes(
@@ -216,6 +240,8 @@ class AdmittanceMode:
         self.frames = ("", "")  # (home frame = world, grasp frame {s}) from the pose messages
         self._pose = node.create_publisher(PoseStamped, "~/reference/pose", RELIABLE_QOS)
         self._twist = node.create_publisher(TwistStamped, "~/reference/twist", RELIABLE_QOS)
+        self._diagnostics = node.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        self._stabilizing = False  # the stabilizer's state last reported on /diagnostics
         # The inputs in and the reference out as serialized bytes (``serialized``): the
         # reference from templates of its frames, made again when the frames change.
         self._layouts: tuple[tuple[str, str], StampedLayout, StampedLayout] | None = None
@@ -403,6 +429,7 @@ class AdmittanceMode:
         self._check_estimate_age(now)
         reference = self.modes.tick(now, dt)
         self._log_events()
+        self._report_stabilizer()
         if reference is not None:
             self._publish(now, reference)
         # a period from now, after the work: the next wrench, due a period after this one
@@ -426,6 +453,19 @@ class AdmittanceMode:
         stamp, V = stamp_bytes(max(now, 0.0)), reference.V_s.tolist()
         self._pose.publish(pose.encode(stamp, pose_values(reference.T_w_s)))
         self._twist.publish(twist.encode(stamp, V[3:] + V[:3]))
+
+    def _report_stabilizer(self) -> None:
+        """/diagnostics when the admittance's stabilizer starts acting (WARN: the human wrench
+        arrives late enough to make the loop oscillate) and when it is idle again (OK)."""
+        stabilizer = self.supervisor.stabilizer
+        if stabilizer.acting == self._stabilizing:
+            return
+        self._stabilizing = stabilizer.acting
+        if stabilizer.acting:
+            level, message = "WARN", "admittance stabilizer acting: the human wrench arrives late"
+        else:
+            level, message = "OK", "admittance stabilizer idle"
+        self._diagnostics.publish(diagnostics(self.node, level, message, stabilizer.values()))
 
     def _log_events(self) -> None:
         while self.supervisor.events:

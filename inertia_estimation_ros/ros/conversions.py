@@ -8,6 +8,7 @@ field crosses that boundary through a function here.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from builtin_interfaces.msg import Time
@@ -22,14 +23,15 @@ from geometry_msgs.msg import (
     Vector3,
     Wrench,
 )
-from scipy.spatial.transform import Rotation
 
-from ..core.collaboration.human_wrench import ExternalWrenchEstimate
-from ..core.cooperative.estimate import TeamEstimate
 from ..core.inertial import InertialParameters
 from ..core.samples import GraspBatch, GraspSample
 from ..core.spatial import quaternion, transform
 from ..msg import ExternalWrench, GraspFrame, GraspState, GraspStateArray, PayloadEstimate
+
+if TYPE_CHECKING:  # annotations only: the collaboration's module is not on the estimate's path
+    from ..core.collaboration.human_wrench import ExternalWrenchEstimate
+    from ..core.cooperative.estimate import TeamEstimate
 
 # Permutation between linear-first (ROS) and angular-first (core) 6-vectors; its own inverse.
 _SWAP = np.array([3, 4, 5, 0, 1, 2])
@@ -340,6 +342,8 @@ def _quaternions_or_nan(T: np.ndarray) -> np.ndarray:
     q = np.full((len(T), 4), np.nan)
     finite = np.isfinite(T).all(axis=(1, 2))
     if finite.any():
+        from scipy.spatial.transform import Rotation  # not on the estimate's path
+
         q[finite] = Rotation.from_matrix(T[finite, :3, :3]).as_quat()
     return q
 

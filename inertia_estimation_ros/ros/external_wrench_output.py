@@ -4,11 +4,15 @@
 the robots do not apply (``core.collaboration.human_wrench``: about the estimated CoM in {s},
 with its covariance) as ``msg/ExternalWrench`` on ``external_wrench``, at most once per
 ``1 / external_wrench_rate`` of sample time. It runs in the subscription callbacks
-(``on_message``, the executor's thread): the wrench leaves as soon as the last robot's sample
+(``on_raw``, the executor's thread): the wrench leaves as soon as the last robot's sample
 of an instant arrives, without waiting for the worker thread's cycle or a solve. Each
 message's samples are kept as rows of one array per robot (``_History``: stamps on the
 reference clock, twists, wrenches, gravity), and a wrench takes every robot's row of its
-instant at once (``human_wrench.team_wrench``), so no per-sample object is made. The
+instant at once (``human_wrench.team_wrench``), so no per-sample object is made. A message
+of the usual layout (``grasp_layout``) is kept as its CDR bytes: only its stamps are read
+when it comes, and only the one sample per robot that a wrench uses is read from the bytes
+(at most ``external_wrench_rate`` times a second, whatever the robots' rates and batches;
+the same values, bit for bit, as converting every message, ``ingest.convert_raw``). The
 instant is the newest time every robot has reached (stamps on the reference clock with the
 estimated clock offsets); each robot contributes its sample at or just before it, so one
 wrench sums simultaneous samples whatever order they arrive in. The worker hands over the
@@ -24,9 +28,10 @@ consistency diagnostics and ``~/check_rest``.
 
 from __future__ import annotations
 
+import struct
 import threading
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -43,7 +48,8 @@ from ..core.samples import GraspBatch, GraspSample
 from ..core.team_pipeline import TeamPipeline
 from ..msg import ExternalWrench
 from .conversions import to_external_wrench
-from .ingest import GraspMessage
+from .grasp_layout import LAYOUTS, RawLayout
+from .ingest import GraspMessage, convert_raw
 from .interface import RELIABLE_QOS, Topic
 from .parameters import Param
 from .wrench_checks import WrenchChecks
@@ -92,9 +98,65 @@ class _Inputs(NamedTuple):
     offsets: dict[str, float]
 
 
+class _Plan(NamedTuple):
+    """Where the fields a wrench reads lie in the bytes of messages of one ``RawLayout``:
+    the first sample's stamp (sec, nanosec), twist, twist derivative, wrench and gravity
+    (None: not reported); the k-th sample's at k times the field's width further."""
+
+    layout: RawLayout
+    samples: int  # K per message
+    sec: int
+    nanosec: int
+    twist: int
+    twist_derivative: int
+    wrench: int
+    gravity: int | None
+    has_force: bool
+    has_torque: bool
+
+    @classmethod
+    def of(cls, layout: RawLayout) -> _Plan:
+        at = {name: (count, offset) for name, _, count, offset in layout.fields}
+        has_force, has_torque, has_gravity = layout.flags
+        return cls(
+            layout,
+            at["sec"][0],
+            at["sec"][1],
+            at["nanosec"][1],
+            at["twist"][1],
+            at["twist_derivative"][1],
+            at["wrench"][1],
+            at["gravity"][1] if has_gravity else None,
+            has_force,
+            has_torque,
+        )
+
+    def stamps(self, raw: bytes) -> np.ndarray:
+        """The samples' stamps [s], as ``conversions.grasp_samples`` computes them."""
+        k = self.samples
+        stamps = np.frombuffer(raw, np.int32, k, self.sec).astype(np.int64)
+        return stamps + 1e-9 * np.frombuffer(raw, np.uint32, k, self.nanosec).astype(np.int64)
+
+    def values(self, raw: bytes, k: int) -> tuple[float, ...]:
+        """Sample k's V, dV, F (angular first, an unsensed half NaN) and g (NaN if not
+        reported): the values ``conversions.grasp_samples`` gives it, read from the bytes."""
+        v = _SIX.unpack_from(raw, self.twist + 48 * k)
+        dv = _SIX.unpack_from(raw, self.twist_derivative + 48 * k)
+        f = _SIX.unpack_from(raw, self.wrench + 48 * k)
+        torque = f[3:] if self.has_torque else _NAN3
+        force = f[:3] if self.has_force else _NAN3
+        g = _NAN3 if self.gravity is None else _THREE.unpack_from(raw, self.gravity + 24 * k)
+        return v[3:] + v[:3] + dv[3:] + dv[:3] + torque + force + g
+
+
+_SIX, _THREE = struct.Struct("<6d"), struct.Struct("<3d")
+_NAN3 = (np.nan,) * 3
+
+
 class ExternalWrenchOutput:
     """Publishes the external wrench of the robots' samples (module docstring). Threads:
-    ``follow`` on the pipeline's (worker) thread, ``on_message`` on the executor's."""
+    ``follow`` on the pipeline's (worker) thread, ``on_raw`` (``on_message``) on the
+    executor's."""
 
     def __init__(
         self,
@@ -113,6 +175,7 @@ class ExternalWrenchOutput:
         self._lock = threading.Lock()  # the counts: written by on_message, read by the worker
         self._robots = {r: n for n, r in enumerate(robot_ids)}
         self._history = _History(tuple(robot_ids))
+        self._plans: dict[tuple[str, str], _Plan] = {}  # per robot topic, its last layout's
         self._inputs: _Inputs | None = None
         self._last_slot = -np.inf  # round(instant * rate) of the last instant computed
         self.checks = WrenchChecks(node.params)  # whether the wrench's sigma holds
@@ -144,6 +207,36 @@ class ExternalWrenchOutput:
         """Whether messages are wanted: an estimate to compute with and a rate above 0."""
         return self._inputs is not None and self.node.params.external_wrench_rate > 0
 
+    def on_raw(self, robot_id: str, topic: str, raw: bytes) -> ExternalWrench | None:
+        """A robot's message as it arrives, its CDR bytes from ``topic`` (a key of
+        ``ingest.GRASP_TOPICS``); returns the wrench published, if any. Of a message of the
+        usual layout only the stamps are read now (``_History.add_raw``), anything else is
+        converted (``ingest.convert_raw``, ``on_message``)."""
+        inputs = self._inputs
+        if inputs is None or self.node.params.external_wrench_rate <= 0:
+            return None
+        plan = self._plan(robot_id, topic, raw)
+        if plan is None:
+            return self.on_message(convert_raw(robot_id, topic, raw))
+        if plan.layout.frame_id != self.frame_of(robot_id) or not plan.samples:
+            return None
+        n, offset = self._robots[robot_id], inputs.offsets.get(robot_id, 0.0)
+        if self._history.add_raw(n, raw, plan, plan.stamps(raw) - offset, self.clock_jump):
+            self._last_slot = -np.inf  # the clock restarted
+        return self._publish_instant(inputs, robot_id)
+
+    def _plan(self, robot_id: str, topic: str, raw: bytes) -> _Plan | None:
+        """The plan of a message's layout (the last one's, if it has it); None for bytes of
+        no layout (``grasp_layout``: read by rclpy and refused by name there)."""
+        plan = self._plans.get((robot_id, topic))
+        if plan is not None and plan.layout.matches(raw):
+            return plan
+        layout = LAYOUTS[topic](raw, robot_id)
+        if layout is None or not layout.matches(raw):
+            return None
+        plan = self._plans[(robot_id, topic)] = _Plan.of(layout)
+        return plan
+
     def on_message(self, message: GraspMessage) -> ExternalWrench | None:
         """A robot's message as it arrives (converted once, ``ingest.convert``: the pipeline
         takes the same samples); returns the wrench published, if any. Messages the pipeline
@@ -170,12 +263,12 @@ class ExternalWrenchOutput:
         """The wrench at the newest instant every robot has reached, if not done yet."""
         params = self.node.params
         newest = self._history.newest
-        instant = newest.min()
+        instant = min(newest)
         if instant == -np.inf:  # a robot without samples
             return None
         if (
             robot_id == self.reference_id
-            and newest.max() - instant > params.external_wrench_max_spread
+            and max(newest) - instant > params.external_wrench_max_spread
         ):
             self._count(LAGS)
         slot = round(instant * params.external_wrench_rate)
@@ -211,17 +304,21 @@ class ExternalWrenchOutput:
         )
 
 
-# The columns of a sample's row in ``_History``.
-STAMP, HAS_G, HAS_TORQUE, OWN = 0, 1, 2, 3
-V, DV, F, G = slice(4, 10), slice(10, 16), slice(16, 22), slice(22, 25)
-COLUMNS = 25
+# The columns of a sample's row in ``_History``; a row read from a message's bytes when
+# used (``_History.add_raw``) has its message's serial number (MSG) and the sample's index
+# in it (J), and V, dV, F, g unset until then; the other rows have MSG -1.
+STAMP, HAS_G, HAS_TORQUE, OWN, MSG, J = 0, 1, 2, 3, 4, 5
+V, DV, F, G = slice(6, 12), slice(12, 18), slice(18, 24), slice(24, 27)
+COLUMNS = 27
+_Write = Callable[[int, slice, int], None]  # ``_History._add``'s write
 
 
 class _History:
     """Every robot's newest samples as rows (``COLUMNS``: stamp on the reference clock,
     has_g, has_torque, whether it carries covariances, V, dV, F, g) of one array, robot by
     robot in time order; the covariances of the samples that carry them in a second one,
-    made when the first comes. At least ``HISTORY`` messages are kept per robot."""
+    made when the first comes; the CDR bytes of the messages whose rows are read when used.
+    At least ``HISTORY`` messages are kept per robot."""
 
     def __init__(self, robot_ids: tuple[str, ...]) -> None:
         self.robot_ids = robot_ids
@@ -229,13 +326,18 @@ class _History:
         self.rows = np.empty((len(robot_ids), 0, COLUMNS))  # grown as messages come
         self.stamps = np.empty((len(robot_ids), 0))  # inf beyond the count
         self.count = np.zeros(len(robot_ids), dtype=int)
-        self.newest = np.full(len(robot_ids), -np.inf)
+        self.newest = [-np.inf] * len(robot_ids)  # floats: read per message
         self.covariances: np.ndarray | None = None  # (robots, capacity, 2, 6, 6): F, dV
+        self.messages: list[deque[tuple[bytes, _Plan]]] = [deque() for _ in robot_ids]
+        self.first_serial = [0] * len(robot_ids)  # the serial number of messages[n][0]
 
     def clear(self) -> None:
         self.count[:] = 0
         self.stamps[:] = np.inf
-        self.newest[:] = -np.inf
+        self.newest[:] = [-np.inf] * len(self.newest)
+        for n, messages in enumerate(self.messages):
+            self.first_serial[n] += len(messages)
+            messages.clear()
 
     def add(self, n: int, samples: Sequence[GraspSample], offset: float, clock_jump: float) -> bool:
         """Robot n's samples (its stamps minus ``offset``: the reference clock) after its
@@ -245,8 +347,20 @@ class _History:
             stamps = samples.stamps - offset
         else:
             stamps = np.fromiter((s.stamp for s in samples), float, len(samples)) - offset
+        return self._add(n, stamps, clock_jump, lambda *rows: self._set_samples(samples, *rows))
+
+    def add_raw(
+        self, n: int, raw: bytes, plan: _Plan, stamps: np.ndarray, clock_jump: float
+    ) -> bool:
+        """``add`` of a message's CDR bytes of ``plan``'s layout, its samples' ``stamps`` on
+        the reference clock: the rest of a row is read when a wrench uses it (``at``)."""
+        return self._add(n, stamps, clock_jump, lambda *rows: self._set_raw(raw, plan, *rows))
+
+    def _add(self, n: int, stamps: np.ndarray, clock_jump: float, write: _Write) -> bool:
+        """``add``: ``write(n, rows, first)`` sets robot n's rows (a slice) to its samples
+        from index ``first`` of the message on."""
         if stamps[0] > self.newest[n] and (len(stamps) == 1 or (stamps[1:] > stamps[:-1]).all()):
-            self._append(n, samples, stamps)  # the usual case: a message in time order
+            self._append(n, stamps, write, 0)  # the usual case: a message in time order
             return False
         restarted = False
         for k, stamp in enumerate(stamps):  # one by one
@@ -254,25 +368,39 @@ class _History:
                 self.clear()
                 restarted = True
             if stamp > self.newest[n]:
-                self._append(n, [samples[k]], stamps[k : k + 1])
+                self._append(n, stamps[k : k + 1], write, k)
         return restarted
 
-    def _append(self, n: int, samples: Sequence[GraspSample], stamps: np.ndarray) -> None:
+    def _append(self, n: int, stamps: np.ndarray, write: _Write, first: int) -> None:
         k = len(stamps)
         self._make_room(n, k)
         c = self.count[n]
-        rows = self.rows[n, c : c + k]
-        rows[:, STAMP] = stamps
-        if isinstance(samples, GraspBatch):
+        self.rows[n, c : c + k, STAMP] = stamps
+        write(n, slice(c, c + k), first)
+        self.stamps[n, c : c + k] = stamps
+        self.count[n] = c + k
+        self.newest[n] = float(stamps[-1])
+
+    def _set_samples(self, samples: Sequence[GraspSample], n: int, at: slice, first: int) -> None:
+        rows = self.rows[n, at]
+        rows[:, MSG] = -1
+        if isinstance(samples, GraspBatch) and len(rows) == len(samples):
             rows[:, HAS_G], rows[:, HAS_TORQUE], rows[:, OWN] = samples.has_g, samples.has_torque, 0
             rows[:, V], rows[:, DV], rows[:, F] = samples.V_i, samples.dV_i, samples.F_i
             rows[:, G] = samples.g_i
         else:
-            for j, sample in enumerate(samples):
-                self._set_row(n, c + j, sample)
-        self.stamps[n, c : c + k] = stamps
-        self.count[n] = c + k
-        self.newest[n] = stamps[-1]
+            for j in range(len(rows)):
+                self._set_row(n, at.start + j, samples[first + j])
+
+    def _set_raw(self, raw: bytes, plan: _Plan, n: int, at: slice, first: int) -> None:
+        messages = self.messages[n]
+        if not messages or messages[-1][0] is not raw:
+            messages.append((raw, plan))
+        rows = self.rows[n, at]
+        rows[:, HAS_G], rows[:, HAS_TORQUE] = plan.gravity is not None, plan.has_torque
+        rows[:, OWN] = 0
+        rows[:, MSG] = self.first_serial[n] + len(messages) - 1
+        rows[:, J] = np.arange(first, first + len(rows))
 
     def _set_row(self, n: int, j: int, sample: GraspSample) -> None:
         row = self.rows[n, j]
@@ -305,6 +433,17 @@ class _History:
                 array[n, :keep] = array[n, start : start + keep]
         self.stamps[n, keep:] = np.inf
         self.count[n] = keep
+        self._drop_messages(n)
+
+    def _drop_messages(self, n: int) -> None:
+        """Robot n's messages older than its oldest row read from bytes."""
+        serials = self.rows[n, : self.count[n], MSG]
+        serials = serials[serials >= 0]
+        messages = self.messages[n]
+        oldest = serials.min() if len(serials) else self.first_serial[n] + len(messages)
+        while self.first_serial[n] < oldest:
+            messages.popleft()
+            self.first_serial[n] += 1
 
     def _grow(self, capacity: int) -> None:
         """Room for ``capacity`` rows per robot (rows beyond a robot's count are never read)."""
@@ -323,6 +462,9 @@ class _History:
         robots = np.arange(len(self.robot_ids))
         index = np.maximum(self._at_or_before(instant) - 1, 0)
         rows = self.rows[robots, index]
+        unread = np.flatnonzero(rows[:, MSG] >= 0)
+        if len(unread):
+            rows[unread, V.start : G.stop] = [self._values(n, rows[n]) for n in unread]
         F_cov = dV_cov = None
         if rows[:, OWN].any():
             own = self.covariances[robots, index]
@@ -340,6 +482,11 @@ class _History:
             F_cov,
             dV_cov,
         )
+
+    def _values(self, n: int, row: np.ndarray) -> tuple[float, ...]:
+        """V, dV, F, g of robot n's row read from its message's bytes."""
+        raw, plan = self.messages[n][int(row[MSG]) - self.first_serial[n]]
+        return plan.values(raw, int(row[J]))
 
     def _at_or_before(self, instant: float) -> np.ndarray:
         """Per robot, how many of its samples are at or before ``instant``: counted among its

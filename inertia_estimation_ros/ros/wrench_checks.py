@@ -1,8 +1,9 @@
 """Honesty checks of the coordinator's external wrench (issue 14): whether its sigma holds.
 
 ``WrenchChecks`` keeps the wrenches ``ExternalWrenchOutput`` published over the last
-``WINDOW`` of sample time and, at most ``CHECK_RATE`` times per second of it, asks whether the
-robots agree, within their stated noise, about the payload's acceleration
+``WINDOW`` of sample time and, at most ``CHECK_RATE`` times per second of it (when the window
+is read, ``status``: on the worker's thread, not the executor's), asks whether the robots
+agree, within their stated noise, about the payload's acceleration
 (``team_motion_consistency``: late stamps, an off clock, noisier sensors) and about gravity in
 {s} (``team_gravity_consistency``: a tilted base, poses coarser than stated). The share of
 checked instants where they disagree goes to /diagnostics; sustained above ``WARN_SHARE``
@@ -97,6 +98,9 @@ class WrenchChecks:
         self._wrenches: deque[ExternalWrenchEstimate] = deque()
         self._checks: dict[str, deque[_Check]] = {q: deque() for q in CAUSES}
         self._last_slot = -np.inf
+        # (stamp, instant, model, noise) of the instants to check (``_check_pending``)
+        self._pending: deque[tuple[float, TeamInstant, PayloadModel, SensorNoise]] = deque()
+        self._restarts = 0  # clock restarts seen by ``add``
         self.rest: RestCheck | None = None
         self.rest_answer = ""
 
@@ -107,26 +111,41 @@ class WrenchChecks:
         model: PayloadModel,
         noise: SensorNoise,
     ) -> None:
-        """A published wrench and its instant's samples; checked at most ``CHECK_RATE``."""
+        """A published wrench and its instant's samples; at most ``CHECK_RATE`` of them are
+        checked, when the window is read (``status``, on the worker's thread: not on the
+        executor's, where the robots' next samples and the next wrench wait)."""
         slot = round(wrench.stamp * CHECK_RATE)
-        checks = None
-        if slot != self._last_slot:
-            self._last_slot = slot
-            checks = self._consistency(instant, model, noise)
         with self._lock:
             if self._wrenches and wrench.stamp < self._wrenches[-1].stamp:  # clock restarted
                 self._wrenches.clear()
+                self._pending.clear()
+                self._restarts += 1
                 for q in self._checks.values():
                     q.clear()
             self._wrenches.append(wrench)
-            for quantity, check in (checks or {}).items():
-                self._checks[quantity].append(check)
+            if slot != self._last_slot:
+                self._last_slot = slot
+                self._pending.append((float(instant.stamps.max()), instant, model, noise))
             self._prune(wrench.stamp - WINDOW)
 
+    def _check_pending(self) -> None:
+        """The consistency checks of the instants added since the last call."""
+        with self._lock:
+            pending, restarts = list(self._pending), self._restarts
+            self._pending.clear()
+        done = [self._consistency(*args) for args in pending]
+        with self._lock:
+            if restarts != self._restarts:  # the clock restarted meanwhile: stale
+                return
+            for checks in done:
+                for quantity, check in checks.items():
+                    self._checks[quantity].append(check)
+            if self._wrenches:
+                self._prune(self._wrenches[-1].stamp - WINDOW)
+
     def _consistency(
-        self, instant: TeamInstant, model: PayloadModel, noise: SensorNoise
+        self, stamp: float, instant: TeamInstant, model: PayloadModel, noise: SensorNoise
     ) -> dict[str, _Check]:
-        stamp = float(instant.stamps.max())
         p = self.params
         acceleration = dataclasses.replace(
             noise,
@@ -145,6 +164,8 @@ class WrenchChecks:
     def _prune(self, oldest: float) -> None:
         while self._wrenches and self._wrenches[0].stamp < oldest:
             self._wrenches.popleft()
+        while self._pending and self._pending[0][0] < oldest:
+            self._pending.popleft()
         for q in self._checks.values():
             while q and q[0].stamp < oldest:
                 q.popleft()
@@ -187,6 +208,7 @@ class WrenchChecks:
 
     def status(self) -> Status:
         """The window's disagreement shares and the last rest check, for /diagnostics."""
+        self._check_pending()
         with self._lock:
             checks = {q: list(c) for q, c in self._checks.items()}
             rest, rest_answer = self.rest, self.rest_answer

@@ -16,6 +16,7 @@ wrench against the motion and make the felt mass m_virtual - m negative (unstabl
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import mujoco
@@ -71,12 +72,14 @@ def run_collaboration(
     theta_error: np.ndarray | None = None,
     control_period: float = 0.01,
     estimate: PayloadModel | None = None,
+    wrench_delay: float = 0.0,
     **admittance: object,
 ) -> CollaborationRun:
     """Run the closed loop for ``seconds``; the model is the true payload (plus
     ``theta_error`` in {s}, to see what a wrong model costs), or ``estimate`` (an estimator's
     theta and grasp frames: ``PayloadModel.from_estimate``), which then also places the
-    robots' commands."""
+    robots' commands. ``wrench_delay`` [s]: each estimated human wrench reaches the
+    admittance that much later (with its stamp: a loaded computer, a slow network)."""
     stepper = GroundTeamStepper(scenario)
     runner = stepper._runner  # the same physics and robots, driven by this loop
     m, d = runner.model, runner.data
@@ -124,6 +127,7 @@ def run_collaboration(
         ]
     )
     mean_ft = d.sensordata[ft_adr].copy()
+    in_transit: deque[tuple[float, np.ndarray]] = deque()
     for _ in range(int(round(seconds / control_period))):
         now = float(d.time) - start
         V_s = _body_twist(m, d, f"{ref_id}/grasp")
@@ -133,7 +137,9 @@ def run_collaboration(
         estimate = external_wrench(samples, model, max_spread=1.0)
         T_w_s = site_pose_in_world(d, f"{ref_id}/grasp")
         supervisor.on_pose(now, T_w_s)
-        supervisor.on_wrench(now, estimate.wrench)
+        in_transit.append((now, estimate.wrench))
+        while in_transit and in_transit[0][0] <= now - wrench_delay + 1e-9:
+            supervisor.on_wrench(*in_transit.popleft())
         reference = supervisor.tick(now, control_period)
         team = grasp_commands(
             reference.T_w_s, reference.V_s, np.zeros(6), theta, model.T_s_i, has_torque, g_w

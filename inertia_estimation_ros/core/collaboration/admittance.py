@@ -19,6 +19,10 @@ Around eq. 40, what a pHRI user expects (notes §3.3, §5.6, issue 14):
 * virtual walls: a box in {w}; within ``wall_margin`` of a face a spring of stiffness
   ``wall_stiffness`` (and the damping D) pushes back, the notes' obstacle mode (K > 0);
 * ``stop()``: the reference decelerates at the acceleration limits to rest and holds;
+* a late w_H (``step``'s ``age``: a loaded computer, a slow network) must not make the loop
+  through a stiff arm oscillate: a time-domain passivity observer and controller on the
+  port (w_H, reference twist) adds damping only while the delay makes energy
+  (``PassivityObserver``); without delay it never acts (the same numbers);
 * M, D, K are 3x3 blocks (translation, rotation; force first as eq. 40's [F_H; M_H]),
   per axis or full; ``AdmittanceGains.from_estimate`` takes M as a fraction of the
   estimated mass and CoM inertia, so the payload feels lighter but keeps its shape.
@@ -85,6 +89,8 @@ class AdmittanceGains:
     wall_upper: np.ndarray = field(default_factory=lambda: np.full(3, np.inf))
     wall_margin: float = 0.1  # [m]
     wall_stiffness: float = 50.0  # [N/m]
+    passivity_max_damping: float = 20.0  # the stabilizer's extra damping, at most x D; 0: off
+    passivity_energy_cap: float = 0.05  # [J] the observer's stored energy, at most
 
     def __post_init__(self) -> None:
         limits = {"mass": 1e4, "inertia": 1e4, "damping_linear": 1e5, "damping_angular": 1e5}
@@ -109,6 +115,8 @@ class AdmittanceGains:
         self._check_range("cutoff_hz", 0.0, 1e3)
         self._check_range("wall_margin", 0.0, 10.0)
         self._check_range("wall_stiffness", 0.0, 1e6)
+        self._check_range("passivity_max_damping", 0.0, 1e3)
+        self._check_range("passivity_energy_cap", 0.0, 1e3)
         lower = np.broadcast_to(np.asarray(self.wall_lower, dtype=float), (3,)).copy()
         upper = np.broadcast_to(np.asarray(self.wall_upper, dtype=float), (3,)).copy()
         if np.any(np.isnan(lower)) or np.any(np.isnan(upper)) or np.any(lower >= upper):
@@ -213,6 +221,90 @@ def dexp_inverse(u: Vector, omega: Vector) -> Vector:
     return tuple(w - 0.5 * ci + di / 12.0 for w, ci, di in zip(omega, c, d, strict=True))
 
 
+class PassivityObserver:
+    """A time-domain passivity observer and controller (Hannaford & Ryu 2002; for a delayed
+    channel, Ryu, Artigas & Preusche 2010) on the admittance's port: the human wrench w_H
+    and the reference twist V (linear velocity in {w}, angular in the body frame).
+
+    The wrench that reaches the admittance at time t was applied at t - age. The human did
+    the work of each wrench along the reference's path at its own time (its stamp, the steps
+    tiling the human's time axis: the stamps are made monotonic), the admittance receives it
+    along the path now:
+
+        E(t) = sum_k w_k (P(h_k+1) - P(h_k)) - sum_n w_n (P(t_n + dt) - P(t_n)) + dissipated,
+
+    P the path integral of V, h_k the wrench's time. Without delay both sums are the same
+    numbers and E stays exactly 0. A delay that lets the admittance give back more than the
+    human put in (the loop's oscillation) makes E negative; the controller then adds damping
+    beta D (beta <= ``max_damping``) that dissipates the deficit within the next step. E is
+    capped at ``cap`` [J] so that energy stored while all was well cannot fund an oscillation
+    later."""
+
+    def __init__(self, max_damping: float, cap: float) -> None:
+        self.max_damping, self.cap = max_damping, cap
+        self.energy = 0.0  # E [J]
+        self.damping = 0.0  # beta of the last step
+        self.dissipated = 0.0  # [J] by the extra damping, since the start
+        self.step_dissipated = 0.0  # [J] ... in the last step
+        self.age = 0.0  # [s] of the last wrench
+        self._clock = 0.0
+        self._times, self._paths = [0.0], [(0.0,) * 6]
+        self._human: tuple[float, tuple] | None = None  # (h, the wrench applied from h)
+
+    def _path(self, t: float) -> tuple:
+        """P(t), linear between the steps (the oldest before them: no work before)."""
+        times, paths = self._times, self._paths
+        while len(times) > 2 and times[1] <= t:  # h only grows: what is behind it goes
+            times.pop(0)
+            paths.pop(0)
+        if t <= times[0]:
+            return paths[0]
+        for i in range(1, len(times)):
+            if t == times[i]:
+                return paths[i]
+            if t < times[i]:
+                s = (t - times[i - 1]) / (times[i] - times[i - 1])
+                return tuple(a + s * (b - a) for a, b in zip(paths[i - 1], paths[i], strict=True))
+        return paths[-1]
+
+    def before_step(self, age: float, dt: float, rate: float) -> float:
+        """Book the human's work up to this wrench's time (now - ``age``), cap E, and the
+        extra damping beta (x D) for this step; ``rate``: the dissipation V^T D V [W] now."""
+        self.age = age
+        h = self._clock - age
+        if self._human is not None:
+            start, w = self._human
+            h = max(h, start)
+            before = self._path(start)
+            done = _dot6(w, _minus6(self._path(h), before))
+            self.energy = min(self.energy + done, self.cap)
+        self._human = (h, None)
+        self.damping = 0.0
+        if self.energy < 0.0 and rate > 0.0:
+            self.damping = min(-self.energy / (rate * dt), self.max_damping)
+        return self.damping
+
+    def after_step(self, w: tuple, dt: float, step_path: tuple, dissipation: float) -> None:
+        """Book the admittance's work of the step (w along the path ``step_path``) and what
+        the extra damping dissipated [J] (the same differences of P as the human's side)."""
+        self._human = (self._human[0], w)
+        self._clock += dt
+        before = self._paths[-1]
+        self._times.append(self._clock)
+        self._paths.append(tuple(a + b for a, b in zip(before, step_path, strict=True)))
+        self.energy += dissipation - _dot6(w, _minus6(self._paths[-1], before))
+        self.dissipated += dissipation
+        self.step_dissipated = dissipation
+
+
+def _dot6(a: tuple, b: tuple) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def _minus6(a: tuple, b: tuple) -> tuple:
+    return tuple(x - y for x, y in zip(a, b, strict=True))
+
+
 class Admittance:
     """Eq. 40 on R^3 x SO(3) (module docstring). ``step(force_w, moment_b, dt)`` advances the
     reference by dt under the human force (in {w}) and moment (body frame, about the point
@@ -242,6 +334,14 @@ class Admittance:
         self._springs = (bool(gains.stiffness_linear.any()), bool(gains.stiffness_angular.any()))
         self._band = np.repeat([gains.force_dead_band, gains.moment_dead_band], 3)
         self._smoothing = (0.0, 0.0)  # (dt, the low-pass's gain for dt)
+        self.passivity = self._observer()
+        self._boost = 0.0  # the stabilizer's extra damping of this step, x D
+
+    def _observer(self) -> PassivityObserver | None:
+        g = self.gains
+        if g.passivity_max_damping <= 0:
+            return None
+        return PassivityObserver(g.passivity_max_damping, g.passivity_energy_cap)
 
     # ----- modes --------------------------------------------------------------------------
     def reset(self, start: AdmittanceState, keep_nominal: bool = False) -> None:
@@ -252,6 +352,7 @@ class Admittance:
             self.nominal = (start.p.copy(), start.R.copy())
         self.filtered = np.zeros(6)
         self.stopping = False
+        self.passivity = self._observer()
 
     def stop(self) -> None:
         """Safe stop: ignore the human, decelerate within the limits to rest, then hold."""
@@ -296,14 +397,20 @@ class Admittance:
         only with a rotational spring; zero terms are skipped (the same numbers)."""
         g, matrices = self.gains, self._matrices
         linear_spring, angular_spring = self._springs
-        force = _minus(w[0], _times(matrices["damping_linear"], v))
+        damped = _times(matrices["damping_linear"], v)
+        if self._boost:  # the stabilizer's extra damping (beta D)
+            damped = _scaled(damped, 1.0 + self._boost)
+        force = _minus(w[0], damped)
         if linear_spring:
             offset = _minus(p, tuple(self.nominal[0].tolist()))
             force = _minus(force, _times(matrices["stiffness_linear"], offset))
         if self._walls and not self._clear_of_walls(p):
             wall = self._wall_force(p)
             force = tuple(f + x for f, x in zip(force, wall, strict=True))
-        moment = _minus(w[1], _times(matrices["damping_angular"], omega))
+        damped = _times(matrices["damping_angular"], omega)
+        if self._boost:
+            damped = _scaled(damped, 1.0 + self._boost)
+        moment = _minus(w[1], damped)
         if angular_spring:
             spring = g.stiffness_angular @ log3(self.nominal[1].T @ R)
             moment = _minus(moment, tuple(spring.tolist()))
@@ -322,8 +429,12 @@ class Admittance:
 
         return brake(v, g.max_linear_acceleration), brake(omega, g.max_angular_acceleration)
 
-    def step(self, force_w: np.ndarray, moment_b: np.ndarray, dt: float) -> AdmittanceState:
-        """Advance by dt [s] (w_H held over the step, notes §3.4); returns the new reference."""
+    def step(
+        self, force_w: np.ndarray, moment_b: np.ndarray, dt: float, age: float = 0.0
+    ) -> AdmittanceState:
+        """Advance by dt [s] (w_H held over the step, notes §3.4); returns the new reference.
+        ``age`` [s]: how long ago the human applied this wrench (now - its stamp), for the
+        passivity observer (``PassivityObserver``; without delay it never acts)."""
         if not (np.isfinite(dt) and dt > 0):
             raise AdmittanceError(f"dt = {dt!r} must be a positive time step [s]")
         s = self.state
@@ -335,8 +446,33 @@ class Admittance:
             self.state = AdmittanceState(p, R, v, omega, a, alpha)
             return self.state
         w = self.condition(np.asarray(force_w), np.asarray(moment_b), dt)
-        self.state = self._rk4(w, dt)
+        if self.passivity is None:
+            self.state = self._rk4(w, dt)
+        else:
+            self._observed_step(w, dt, max(float(age), 0.0))
         return self.state
+
+    def _dissipation_rate(self, v: Vector, omega: Vector) -> float:
+        """v^T D v + omega^T D omega [W]: what the damping D dissipates at (v, omega)."""
+        m = self._matrices
+        Dv, Dw = _times(m["damping_linear"], v), _times(m["damping_angular"], omega)
+        return _dot6((*v, *omega), (*Dv, *Dw))
+
+    def _observed_step(self, w: np.ndarray, dt: float, age: float) -> None:
+        """A step under the passivity observer and controller (``PassivityObserver``)."""
+        start = self.state
+        rate = self._dissipation_rate(tuple(start.v.tolist()), tuple(start.omega.tolist()))
+        self._boost = self.passivity.before_step(age, dt, rate)
+        try:
+            end = self._rk4(w, dt)
+        finally:
+            boost, self._boost = self._boost, 0.0
+        v = tuple((0.5 * (start.v + end.v)).tolist())
+        omega = tuple((0.5 * (start.omega + end.omega)).tolist())
+        path = (*(end.p - start.p).tolist(), *(dt * x for x in omega))
+        dissipated = boost * dt * self._dissipation_rate(v, omega) if boost else 0.0
+        self.passivity.after_step(tuple(w.tolist()), dt, path, dissipated)
+        self.state = end
 
     def _rk4(self, w: np.ndarray, dt: float) -> AdmittanceState:
         """One RK4 / RKMK4 step of (p, u, v, omega), R = R_n exp(u), on floats."""
@@ -371,6 +507,10 @@ class Admittance:
         a, alpha = self._accelerations(wrench, p, R, v, omega)
         v, omega, a, alpha = (np.array(vector) for vector in (v, omega, a, alpha))
         return AdmittanceState(np.array(p), R, v, omega, a, alpha)
+
+
+def _scaled(x: Vector, factor: float) -> Vector:
+    return x[0] * factor, x[1] * factor, x[2] * factor
 
 
 def _clip_norm(x: Vector, limit: float) -> Vector:

@@ -52,8 +52,6 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg.lapack import dpotrf, dpotrs
-from scipy.stats import chi2 as chi_square
 
 from .. import spatial as sp
 from ..cooperative.dynamics import regressor_noise_covariance
@@ -170,6 +168,8 @@ def _pinv_distance(C: np.ndarray, r: np.ndarray) -> float:
     Cholesky (LAPACK potrf / potrs, ~10x cheaper than an SVD here) when C is safely
     definite (det > 1e-12 trace^n, so that no eigenvalue is below 1e-12 of the largest),
     else by ``eigh``."""
+    from scipy.linalg.lapack import dpotrf, dpotrs  # loaded at the first wrench
+
     factor, info = dpotrf(C, lower=1, clean=0)
     if info == 0 and np.prod(np.diag(factor) ** 2) > 1e-12 * np.trace(C) ** len(r):
         return float(r @ dpotrs(factor, r, lower=1)[0])
@@ -182,6 +182,8 @@ def _pinv_distance(C: np.ndarray, r: np.ndarray) -> float:
 @lru_cache(maxsize=64)
 def _chi_square_bound(false_alarm: float, dof: int) -> float:
     """The chi-square quantile of the contact test (scipy's ppf costs ~0.4 ms a call)."""
+    from scipy.stats import chi2 as chi_square  # loaded at the first wrench
+
     return float(chi_square.ppf(1.0 - false_alarm, dof))
 
 

@@ -16,6 +16,10 @@ Output, every control tick: the reference pose T_w_s,des and body twist of {s}.
   input (the reference coasts to rest through its damping).
 * Safe stop (the reference decelerates within the limits and holds): ``stop``; the
   estimate going invalid; no pose or no wrench for ``input_timeout``.
+* Each step gets the wrench's age (now - its stamp): the admittance's passivity controller
+  damps what a late wrench would make the loop oscillate (``admittance.PassivityObserver``).
+  ``stabilizer`` says whether it acts (it dissipates more than ``ACTING_POWER``), an event
+  when it starts and when it has been idle for ``IDLE_AFTER`` again.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ import numpy as np
 from .. import spatial as sp
 from .admittance import Admittance, AdmittanceError, AdmittanceGains, AdmittanceState
 
+ACTING_POWER = 0.01  # [W] the stabilizer acts when its extra damping dissipates more
+IDLE_AFTER = 1.0  # [s] without acting: idle again
+
 
 @dataclass(frozen=True)
 class ModelSummary:
@@ -38,6 +45,30 @@ class ModelSummary:
     p_s_c: np.ndarray = field(default_factory=lambda: np.zeros(3))
     inertia_about_com: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
     reason: str = ""
+
+
+@dataclass
+class Stabilizer:
+    """What the admittance's passivity controller did while acting (``since`` not None):
+    the wrench's largest age [s], the largest extra damping (x D), the energy dissipated [J]."""
+
+    since: float | None = None
+    last: float = -np.inf  # the last step it acted
+    age: float = 0.0
+    damping: float = 0.0
+    dissipated: float = 0.0
+
+    @property
+    def acting(self) -> bool:
+        return self.since is not None
+
+    def values(self) -> dict[str, str]:
+        return {
+            "stabilizer": "acting" if self.acting else "idle",
+            "stabilizer wrench age [ms]": f"{self.age * 1e3:.0f}",
+            "stabilizer extra damping [x D]": f"{self.damping:.2f}",
+            "stabilizer dissipated [J]": f"{self.dissipated:.4f}",
+        }
 
 
 @dataclass(frozen=True)
@@ -62,6 +93,7 @@ class AdmittanceSupervisor:
         self.active = False
         self.ignored: Counter = Counter()
         self.events: list[str] = []
+        self.stabilizer = Stabilizer()
         self._pose: tuple[float, np.ndarray] | None = None
         self._wrench: tuple[float, np.ndarray] | None = None
         self._wrench_lag: float | None = None  # the last wrench received was this stale [s]
@@ -153,13 +185,42 @@ class AdmittanceSupervisor:
             return None
         if self.active:
             self._check_inputs(now)
-        force_w, moment_c = np.zeros(3), np.zeros(3)
+        force_w, moment_c, age = np.zeros(3), np.zeros(3), 0.0
         if self.active and self._wrench is not None and now - self._wrench[0] <= self.input_timeout:
             R_w_s = self._pose[1][:3, :3]
             force_w, moment_c = R_w_s @ self._wrench[1][3:], self._wrench[1][:3]
-        state = self.admittance.step(force_w, moment_c, dt)
+            age = now - self._wrench[0]
+        state = self.admittance.step(force_w, moment_c, dt, age)
+        self._watch_stabilizer(now, dt)
         self._last_reference = self._reference(now, state)
         return self._last_reference
+
+    def _watch_stabilizer(self, now: float, dt: float) -> None:
+        """``stabilizer`` from the passivity controller's last step; an event at each change."""
+        observer, s = self.admittance.passivity, self.stabilizer
+        if observer is None:
+            return
+        # a safe stop's deceleration steps without the observer (its last step stays)
+        dissipated = 0.0 if self.admittance.stopping else observer.step_dissipated
+        if dissipated > ACTING_POWER * dt:
+            if not s.acting:
+                self.stabilizer = s = Stabilizer(since=now)
+                self.events.append(
+                    f"admittance stabilizer acting: the human wrench arrives "
+                    f"{observer.age * 1e3:.0f} ms late and the admittance gave back "
+                    f"{-observer.energy * 1e3:.1f} mJ more than the person put in; extra "
+                    f"damping {observer.damping:.1f} x its own"
+                )
+            s.last, s.age = now, max(s.age, observer.age)
+            s.damping = max(s.damping, observer.damping)
+        if s.acting:
+            s.dissipated += dissipated
+            if now - s.last > IDLE_AFTER:
+                self.events.append(
+                    f"admittance stabilizer idle again: it dissipated {s.dissipated:.3f} J in "
+                    f"{s.last - s.since:.1f} s (wrench age up to {s.age * 1e3:.0f} ms)"
+                )
+                s.since = None
 
     def _check_inputs(self, now: float) -> None:
         last_wrench = max(self._wrench[0] if self._wrench else -np.inf, self._started)

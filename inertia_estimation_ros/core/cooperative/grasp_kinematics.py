@@ -38,7 +38,6 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
-from scipy.optimize import minimize
 
 from .. import spatial as sp
 from .diagnostics import covariance_from_information
@@ -1052,6 +1051,8 @@ def paper_refinement(
             Q[6 * k : 6 * k + 6, 6 * a : 6 * a + 6] = np.eye(6)
             Q[6 * k : 6 * k + 6, 6 * b : 6 * b + 6] = -sp.adjoint(sp.inverse(T[ids[a]]) @ T[ids[b]])
         return float(np.trace(Q @ moments.S @ Q.T)) / max(moments.weight, 1e-300)
+
+    from scipy.optimize import minimize  # loaded here: not on the estimators' path
 
     fit = minimize(cost, np.zeros(6 * (len(ids) - 1)), method="BFGS")
     return perturbed(initial, reference_id, fit.x)

@@ -59,7 +59,7 @@ from ..conversions import to_payload_estimate
 from ..external_wrench_output import PARAMETERS as EXTERNAL_WRENCH_PARAMETERS
 from ..external_wrench_output import TOPICS as EXTERNAL_WRENCH_TOPICS
 from ..external_wrench_output import ExternalWrenchOutput
-from ..ingest import GRASP_TOPICS, RawReader, convert_raw, push_raw
+from ..ingest import GRASP_TOPICS, RawReader, push_raw
 from ..interface import LATCHED_QOS, RELIABLE_QOS, SENSOR_QOS, NodeInterface, Service, Topic
 from ..parameters import Param, ParameterError, declare, unknown_parameters, watch
 from ..payload_visualization import (
@@ -501,10 +501,10 @@ class CoordinatorNode(Node):
                 self.overflow += 1
             if not self.external_wrench.active:
                 return
-            # Converted here for the human wrench: it leaves now, not at the next cycle.
-            message = convert_raw(robot_id, topic, raw)
+            # The human wrench leaves now, not at the next cycle (its stamps read now, the
+            # sample it uses when the wrench is computed).
             try:
-                self.external_wrench.on_message(message)
+                self.external_wrench.on_raw(robot_id, topic, raw)
             except Exception as error:  # counted and reported by the worker
                 self._callback_errors.append(error)
 

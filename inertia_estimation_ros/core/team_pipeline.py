@@ -131,8 +131,9 @@ class Status:
 @dataclass(frozen=True)
 class Runs:
     """Several robots' samples of one worker cycle as the rows of one ``GraspBatch`` (its
-    robot id unused): robot ``robots[k]``'s are rows ``bounds[k]:bounds[k + 1]``, in order,
-    sent with frame id ``frames[k]``; ``arrivals`` is each row's arrival time."""
+    robot id unused): robot ``robots[k]``'s are rows ``bounds[k]:bounds[k + 1]`` (at least
+    one), in order, sent with frame id ``frames[k]``; ``arrivals`` is each row's arrival
+    time."""
 
     batch: GraspBatch
     robots: tuple[str, ...]
@@ -389,9 +390,11 @@ class TeamPipeline:
     def push_runs(self, groups: Sequence[Runs]) -> bool:
         """Several robots' samples of several messages (``Runs``: each robot's in order, with
         their frame id and each sample's arrival time) accepted at once when every robot's
-        are plain (``_plain``, finite) and the first sample is already in: then accepting
-        them is the same whatever the order of the robots' messages. Otherwise nothing is
-        pushed and False returned: push the messages one by one, in their order."""
+        are plain (as ``_plain``: a known robot, its frame id, stamps increasing from after
+        its last one, no clock jump or offsets pending; and finite) and the first sample is
+        already in: then accepting them is the same whatever the order of the robots'
+        messages. Otherwise nothing is pushed and False returned: push the messages one by
+        one, in their order."""
         if self._first_stamp is None or self._jump_base is not None:
             return False
         if self.settings.estimate_clock_offsets:

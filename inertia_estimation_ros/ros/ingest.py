@@ -199,7 +199,7 @@ def push_raw(
     clock: float = 0.0,
 ) -> None:
     """The messages of one cycle (robot id, topic, CDR bytes, arrival time), in the order
-    they arrived, into the pipeline: each robot's as one batch (``RawReader.runs``,
+    they arrived, into the pipeline: every robot's at once (``RawReader.runs``,
     ``TeamPipeline.push_runs``) when they are all read from the bytes and all accepted as
     they come, else one by one (``convert_raw``, ``push_converted``) in their order, with
     the same samples, refusals and counts either way. ``clock`` is added to the arrival

@@ -1,20 +1,24 @@
 """Coordinator ingestion in the core, without DDS (issue 16: <= 20 us per sample amortized).
 
 A ring team of N robots (``sim.analytic``, 6-DoF motion, instrumented noise) at RATE Hz for
-DURATION seconds, as ``GraspStateArray`` messages of K samples per robot, goes through the
-coordinator's own path: ``ros.ingest.push_message`` per message and ``TeamPipeline.process``
-every 10 ms of stamps (checks, alignment, estimator updates; no solve). Printed per case: the
-CPU time (``time.process_time``) per sample of the whole path and of the estimator's updates
-alone (the aligned sets fed again to a fresh ``TeamEstimator``, one ``update`` per set and as
-one block, ``update_block``), best of ``--repeat`` runs, on single-threaded BLAS as the
-coordinator runs it.
+DURATION seconds, as messages of K samples per robot (``GraspStateArray``; ``GraspState``
+for K = 1 on the raw path, as ``robot_node`` sends them), goes through the pipeline (checks,
+alignment, estimator updates; no solve) two ways: ``raw``, the coordinator node's path (the
+messages' CDR bytes, every robot's of one worker cycle, ``--cycle`` seconds of stamps as the
+node's ``update_period``, read at once by ``ros.ingest.push_raw``, then
+``TeamPipeline.process`` with the node's clock), and ``per message``
+(``ros.ingest.push_message`` of each rclpy message object: bags with odd messages, tests;
+``process`` every 10 ms of stamps). Printed per case: the CPU time (``time.process_time``)
+per sample of each path and of the estimator's updates alone (the aligned sets fed again
+to a fresh ``TeamEstimator``, one ``update`` per set and as one block, ``update_block``),
+best of ``--repeat`` runs, on single-threaded BLAS as the coordinator runs it.
 
 With ``--bag`` (e.g. the paper000 preset's: ``inertia_estimation simulate paper000_mocobots
 --out runs/paper000``) it also times ``inertia_estimation estimate`` on it (``estimate_bag``,
 solves every ``--period`` s of bag time and the final one from scratch): CPU and wall time,
 and the bag's duration over each (issue 16: >= 100x real time).
 
-    .venv/bin/python bench/bench_ingestion.py [--cases 1000:16,100:3] [--repeat 3]
+    .venv/bin/python bench/bench_ingestion.py [--cases 1000:16,100:3] [--repeat 3] [--cycle 0.01]
         [--bag runs/paper000/bag [--period 5]]
 """
 
@@ -35,8 +39,12 @@ sys.path.insert(0, str(ROOT))  # the source tree, as the tests
 from inertia_estimation_ros.core.cooperative import TeamEstimator  # noqa: E402
 from inertia_estimation_ros.core.samples import SetBlock  # noqa: E402
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline  # noqa: E402
-from inertia_estimation_ros.ros.conversions import to_grasp_state_array  # noqa: E402
-from inertia_estimation_ros.ros.ingest import push_message  # noqa: E402
+from inertia_estimation_ros.ros.conversions import (  # noqa: E402
+    grasp_samples,
+    to_grasp_state,
+    to_grasp_state_array,
+)
+from inertia_estimation_ros.ros.ingest import RawReader, push_message, push_raw  # noqa: E402
 from inertia_estimation_ros.sim import analytic as an  # noqa: E402
 
 CASES = ((100.0, 3), (1000.0, 3), (1000.0, 16))
@@ -69,19 +77,61 @@ def team_batches(n: int, rate: float, duration: float, k: int) -> tuple[tuple, l
     return ids, instants
 
 
-def pipeline_cpu(ids: tuple, instants: list, rate: float, k: int) -> tuple[float, list]:
-    """CPU seconds of push_message + process over every message; the aligned sets."""
+def raw_cycles(instants: list, rate: float, k: int, cycle: float = 0.01) -> list[list[tuple]]:
+    """Per worker cycle (``cycle`` seconds of stamps: the node's ``update_period``), its
+    messages as the coordinator's callbacks queue them: (robot id, topic, CDR bytes, arrival
+    time: the newest stamp plus 2 ms); GraspState for K = 1."""
+    from rclpy.serialization import serialize_message
+
+    every = max(1, round(cycle * rate / k))
+    cycles, messages = [], []
+    for j, instant in enumerate(instants):
+        for rid, msg in instant:
+            stamp = msg.sec[-1] + 1e-9 * msg.nanosec[-1]
+            if k == 1:
+                sample = grasp_samples(msg)[0]
+                msg = to_grasp_state(sample, msg.header.frame_id, msg.home_frame_id)
+            topic = "grasp_state" if k == 1 else "grasp_state_array"
+            messages.append((rid, topic, serialize_message(msg), stamp + 0.002))
+        if j % every == every - 1:
+            cycles.append(messages)
+            messages = []
+    return cycles + [messages]
+
+
+def raw_cpu(ids: tuple, cycles: list, rate: float) -> tuple[float, SetBlock]:
+    """CPU seconds of the node's path (push_raw of a cycle's bytes, then process, with a
+    clock for the update latencies) over every cycle; the aligned sets."""
     settings = PipelineSettings.from_parameters({"sample_rate_hz": rate})
-    pipeline = TeamPipeline(ids, ids[0], settings)
+    pipeline = TeamPipeline(ids, ids[0], settings, clock=time.monotonic)
+    blocks = _recorded(pipeline)
+    reader = RawReader()
+    start = time.process_time()
+    for messages in cycles:
+        push_raw(pipeline, messages, reader)
+        pipeline.process()
+    return time.process_time() - start, SetBlock.concatenate(blocks)
+
+
+def _recorded(pipeline: TeamPipeline) -> list[SetBlock]:
+    """The blocks the pipeline's aligner hands to the estimator, recorded as they go."""
     blocks = []
     pop_block = pipeline.full.aligner.pop_block
 
-    def keep() -> SetBlock:  # record the aligned sets that go to the estimator
+    def keep() -> SetBlock:
         block = pop_block()
         blocks.append(block)
         return block
 
     pipeline.full.aligner.pop_block = keep
+    return blocks
+
+
+def pipeline_cpu(ids: tuple, instants: list, rate: float, k: int) -> tuple[float, SetBlock]:
+    """CPU seconds of push_message + process over every message; the aligned sets."""
+    settings = PipelineSettings.from_parameters({"sample_rate_hz": rate})
+    pipeline = TeamPipeline(ids, ids[0], settings)
+    blocks = _recorded(pipeline)
     every = max(1, round(0.01 * rate / k))
     start = time.process_time()
     for j, instant in enumerate(instants):
@@ -148,6 +198,9 @@ def main() -> None:
     parser.add_argument("--cases", default="", help="rate:N,... (default 100:3,1000:3,1000:16)")
     parser.add_argument("--duration", type=float, default=2.0, help="seconds of samples")
     parser.add_argument("--repeat", type=int, default=3, help="runs per case (best is kept)")
+    parser.add_argument(
+        "--cycle", type=float, default=0.01, help="[s] of stamps per worker cycle (update_period)"
+    )
     parser.add_argument("--bag", default="", help="also time the estimate command on this bag")
     parser.add_argument("--period", type=float, default=5.0, help="[s] between history solves")
     args = parser.parse_args()
@@ -155,12 +208,14 @@ def main() -> None:
     if args.cases:
         cases = [(float(c.split(":")[0]), int(c.split(":")[1])) for c in args.cases.split(",")]
     print(
-        f"core ingestion, {args.duration:g} s of samples per case, CPU time per sample "
+        f"core ingestion, {args.duration:g} s of samples per case, raw path in cycles of "
+        f"{1e3 * args.cycle:g} ms, CPU time per sample "
         f"(best of {args.repeat}), target <= {TARGET_US:g} us; load average "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
     header = (
-        f"{'rate [Hz]':>9} {'N':>3} {'K':>3} {'samples':>8} {'pipeline [us]':>14} "
+        f"{'rate [Hz]':>9} {'N':>3} {'K':>3} {'samples':>8} {'raw path [us]':>14} "
+        f"{'per message [us]':>17} "
         f"{'estimator per set [us]':>23} {'estimator one block [us]':>25}"
     )
     print(header)
@@ -168,15 +223,19 @@ def main() -> None:
     for rate, n in cases:
         k = max(1, round(rate / 100))
         ids, instants = team_batches(n, rate, args.duration, k)
+        cycles = raw_cycles(instants, rate, k, args.cycle)
         samples = n * k * len(instants)
-        whole, per_set, block = [], [], []
+        raw, whole, per_set, block = [], [], [], []
         for _ in range(args.repeat):
-            cpu, sets = pipeline_cpu(ids, instants, rate, k)
+            cpu, sets = raw_cpu(ids, cycles, rate)
+            raw.append(cpu)
+            cpu, _ = pipeline_cpu(ids, instants, rate, k)
             whole.append(cpu)
             per_set.append(estimator_cpu(ids, rate, sets, one_block=False))
             block.append(estimator_cpu(ids, rate, sets, one_block=True))
         print(
-            f"{rate:9.0f} {n:3d} {k:3d} {samples:8d} {1e6 * min(whole) / samples:14.1f} "
+            f"{rate:9.0f} {n:3d} {k:3d} {samples:8d} {1e6 * min(raw) / samples:14.1f} "
+            f"{1e6 * min(whole) / samples:17.1f} "
             f"{1e6 * min(per_set) / samples:23.1f} {1e6 * min(block) / samples:25.1f}",
             flush=True,
         )

@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
@@ -128,6 +128,52 @@ class Status:
     values: dict[str, str]
 
 
+@dataclass(frozen=True)
+class Runs:
+    """Several robots' samples of one worker cycle as the rows of one ``GraspBatch`` (its
+    robot id unused): robot ``robots[k]``'s are rows ``bounds[k]:bounds[k + 1]`` (at least
+    one), in order, sent with frame id ``frames[k]``; ``arrivals`` is each row's arrival
+    time."""
+
+    batch: GraspBatch
+    robots: tuple[str, ...]
+    frames: tuple[str, ...]
+    bounds: np.ndarray  # (R + 1,) int
+    arrivals: np.ndarray
+
+
+class LatestSamples(Mapping[str, GraspSample]):
+    """Robot id -> its newest accepted ``GraspSample`` (``TeamPipeline.latest``). A batch's
+    sample is made only when it is read (``newest``): per cycle there is one per robot, and
+    most are never read."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, GraspSample | tuple[GraspBatch, int]] = {}
+
+    def __setitem__(self, robot_id: str, sample: GraspSample) -> None:
+        self._entries[robot_id] = sample
+
+    def newest(self, robot_id: str, batch: GraspBatch, row: int) -> None:
+        """Row ``row`` of ``batch`` is ``robot_id``'s newest sample."""
+        self._entries[robot_id] = (batch, row)
+
+    def __getitem__(self, robot_id: str) -> GraspSample:
+        value = self._entries[robot_id]
+        if isinstance(value, tuple):
+            batch, row = value
+            value = batch[row]
+            if value.robot_id != robot_id:
+                value = replace(value, robot_id=robot_id)
+            self._entries[robot_id] = value
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class _Subteam:
     """Robots whose aligned sets feed one estimator (the whole team, or those still publishing)."""
 
@@ -214,7 +260,7 @@ class TeamPipeline:
         self.silent: dict[str, float] = {}  # robot -> seconds behind the team's newest sample
         self.ahead: dict[str, float] = {}  # robot -> seconds its clock runs ahead of the team
         self.last_stamp: dict[str, float] = {}
-        self.latest: dict[str, GraspSample] = {}  # newest accepted sample per robot
+        self.latest = LatestSamples()  # newest accepted sample per robot
         self.accepted: Counter = Counter()
         self.updates = 0
         self.updated_at: float | None = None  # ``clock`` at the last set into the estimator
@@ -341,20 +387,54 @@ class TeamPipeline:
             self._push(s, frame_id, received, ok) for s, ok in zip(samples, finite, strict=True)
         ]
 
-    def push_runs(self, runs: Mapping[str, tuple[GraspBatch, str, np.ndarray]]) -> bool:
-        """Each robot's samples of several messages (robot -> its samples in order, their
-        frame id, each sample's arrival time) accepted at once when every robot's are plain
-        (``_plain``, finite) and the first sample is already in: then accepting them is the
-        same whatever the order of the robots' messages. Otherwise nothing is pushed and
-        False returned: push the messages one by one, in their order."""
-        if self._first_stamp is None:
+    def push_runs(self, groups: Sequence[Runs]) -> bool:
+        """Several robots' samples of several messages (``Runs``: each robot's in order, with
+        their frame id and each sample's arrival time) accepted at once when every robot's
+        are plain (as ``_plain``: a known robot, its frame id, stamps increasing from after
+        its last one, no clock jump or offsets pending; and finite) and the first sample is
+        already in: then accepting them is the same whatever the order of the robots'
+        messages. Otherwise nothing is pushed and False returned: push the messages one by
+        one, in their order."""
+        if self._first_stamp is None or self._jump_base is not None:
             return False
-        for batch, frame_id, _ in runs.values():
-            if not (self._plain(batch, frame_id) and batch.finite().all()):
+        if self.settings.estimate_clock_offsets:
+            return False
+        frame_of, seen = self.settings.frame_of, set()
+        for group in groups:
+            for rid, frame_id in zip(group.robots, group.frames, strict=True):
+                if rid not in self._recent or rid in seen or frame_id != frame_of(rid):
+                    return False
+                seen.add(rid)
+            if not (group.batch.finite().all() and self._increasing(group)):
                 return False
-        for batch, _, received in runs.values():
-            self._accept_batch(batch, received)
+        for group in groups:
+            self._accept_runs(group)
         return True
+
+    def _increasing(self, group: Runs) -> bool:
+        """Whether each robot's stamps in a group increase, from after its last one."""
+        stamps, bounds = group.batch.stamps, group.bounds
+        steps = stamps[1:] > stamps[:-1]
+        steps[bounds[1:-1] - 1] = True  # from one robot's samples to the next one's
+        last = np.array([self.last_stamp.get(r, -np.inf) for r in group.robots])
+        return bool(steps.all() and (stamps[bounds[:-1]] > last).all())
+
+    def _accept_runs(self, group: Runs) -> None:
+        """``_accept_batch`` of every robot's samples of a group (``push_runs``)."""
+        stamps, bounds = group.batch.stamps, group.bounds.tolist()
+        times, latencies = stamps.tolist(), (group.arrivals - stamps).tolist()
+        for k, rid in enumerate(group.robots):
+            start, stop = bounds[k], bounds[k + 1]
+            self.last_stamp[rid] = times[stop - 1]
+            self.latest.newest(rid, group.batch, stop - 1)
+            self.accepted[rid] += stop - start
+            recent = self._recent[rid]
+            recent.extend(times[start:stop])
+            while recent[-1] - recent[0] > RATE_WINDOW:
+                recent.popleft()
+            self._transport[rid].extend(latencies[start:stop])
+        for team in self._teams():
+            team.aligner.push_runs(group.batch, group.robots, group.bounds)
 
     def _plain(self, batch: GraspBatch, frame_id: str) -> bool:
         """Whether every sample of a batch is accepted by ``_push`` with nothing else to do:
@@ -374,7 +454,7 @@ class TeamPipeline:
         the message's arrival, or each sample's)."""
         rid, stamps = batch.robot_id, batch.stamps
         self.last_stamp[rid] = float(stamps[-1])
-        self.latest[rid] = batch[-1]
+        self.latest.newest(rid, batch, len(batch) - 1)
         self.accepted[rid] += len(batch)
         if self._first_stamp is None:
             self._first_stamp = float(stamps[0])
@@ -520,7 +600,7 @@ class TeamPipeline:
         the team's newest stamps (a clock set wrong), with how far; needs three robots."""
         if len(on_reference) < 3:
             return {}
-        median = float(np.median(list(on_reference.values())))
+        median = _median(list(on_reference.values()))
         return {
             r: t - median
             for r, t in on_reference.items()
@@ -839,6 +919,16 @@ def estimate_values(estimate: TeamEstimate) -> dict[str, str]:
     }
     values |= {f"advice {k + 1}": text for k, text in enumerate(estimate.advice)}
     return values
+
+
+def _median(values: list[float]) -> float:
+    """``np.median`` of a few floats (the same operations: the middle one, or the mean of
+    the two middle ones), without numpy's cost per call (``_clock_ahead``: every cycle)."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def _as_batch(samples: Sequence[GraspSample]) -> GraspBatch | None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
-from ..core.samples import GraspBatch, GraspSample
-from ..core.team_pipeline import TeamPipeline
+from ..core.samples import GraspSample
+from ..core.team_pipeline import Runs, TeamPipeline
 from ..msg import GraspState, GraspStateArray
 from .conversions import grasp_sample, grasp_samples
 from .grasp_layout import LAYOUTS, RawLayout
@@ -111,44 +112,58 @@ class RawReader:
 
     def runs(
         self, messages: Sequence[tuple[str, str, bytes, float]], clock: float = 0.0
-    ) -> dict[str, tuple[GraspBatch, str, np.ndarray]] | None:
-        """Per robot, its messages (robot id, topic, CDR bytes, arrival time) one after the
-        other: (their samples as one batch, their frame id, each sample's arrival time plus
-        ``clock``). None unless every robot's messages are of one layout read from the
-        bytes (one topic, one length, the same strings, array lengths and flags). The
-        robots whose layouts have one shape (lengths, offsets, flags) are read as rows of
-        one array and converted by one ``grasp_samples`` call: the same samples bit for bit
-        as ``convert_raw`` of each message."""
+    ) -> list[Runs] | None:
+        """The messages (robot id, topic, CDR bytes, arrival time) as ``Runs``: per group of
+        robots whose layouts have the same flags, every robot's messages one after the other
+        as rows of one batch, with each sample's arrival time plus ``clock``. None unless
+        every robot's messages are of one layout read from the bytes (one topic, one length,
+        the same strings, array lengths and flags). The robots whose layouts have one shape
+        (lengths, offsets) are read as rows of one byte array, and a group is converted by
+        one ``grasp_samples`` call: the same samples bit for bit as ``convert_raw`` of each
+        message."""
         members: dict[str, list[int]] = {}
         for k, message in enumerate(messages):
             members.setdefault(message[0], []).append(k)
-        groups: dict[tuple, list[tuple[RawLayout, list[int]]]] = {}
+        shapes: dict[tuple, list[tuple[RawLayout, list[int]]]] = {}
         for robot, ks in members.items():
             layout = self._layout(robot, [messages[k] for k in ks])
             if layout is None:
                 return None
-            groups.setdefault(layout.shape, []).append((layout, ks))
-        runs = {}
-        for group in groups.values():
-            order = [k for _, ks in group for k in ks]
+            shapes.setdefault(layout.shape, []).append((layout, ks))
+        groups: dict[tuple, list[tuple[list, SimpleNamespace, int]]] = {}
+        for members_of_shape in shapes.values():
+            first = members_of_shape[0][0]
+            order = [k for _, ks in members_of_shape for k in ks]
             rows = np.frombuffer(b"".join(messages[k][2] for k in order), np.uint8)
-            rows = rows.reshape(len(order), group[0][0].length)
-            if not group[0][0].same(rows).all():
+            rows = rows.reshape(len(order), first.length)
+            if not first.same(rows).all():
                 return None
-            batch = grasp_samples(group[0][0].read_rows(rows))
-            k = len(batch) // len(order)  # samples per message
+            read = first.read_rows(rows)
+            k = len(read.sec) // len(order)  # samples per message
             if not k:
                 return None
-            batch.finite()  # once for the group, passed on to each robot's rows
-            arrivals = np.repeat(np.array([messages[j][3] for j in order]) + clock, k)
-            start = 0
-            for layout, ks in group:
-                stop = start + k * len(ks)
-                mine = batch.rows(slice(start, stop))
-                mine.robot_id = layout.robot_id
-                runs[layout.robot_id] = (mine, layout.frame_id, arrivals[start:stop])
-                start = stop
-        return runs
+            key = (first.flags, first.grasp_state)
+            groups.setdefault(key, []).append((members_of_shape, read, k))
+        return [self._group_runs(parts, messages, clock) for parts in groups.values()]
+
+    @staticmethod
+    def _group_runs(
+        parts: list[tuple[list, SimpleNamespace, int]],
+        messages: Sequence[tuple[str, str, bytes, float]],
+        clock: float,
+    ) -> Runs:
+        """One group's ``Runs``: its shapes' values joined, converted at once."""
+        read = parts[0][1] if len(parts) == 1 else _joined([read for _, read, _ in parts])
+        members = [(layout, ks, k) for group, _, k in parts for layout, ks in group]
+        arrivals = np.array([messages[j][3] for _, ks, _ in members for j in ks]) + clock
+        per_message = [k for _, ks, k in members for _ in ks]
+        return Runs(
+            grasp_samples(read),
+            tuple(layout.robot_id for layout, _, _ in members),
+            tuple(layout.frame_id for layout, _, _ in members),
+            np.cumsum([0] + [k * len(ks) for _, ks, k in members]),
+            np.repeat(arrivals, per_message),
+        )
 
     def _layout(
         self, robot: str, messages: Sequence[tuple[str, str, bytes, float]]
@@ -165,6 +180,18 @@ class RawReader:
         return layout
 
 
+def _joined(reads: Sequence[SimpleNamespace]) -> SimpleNamespace:
+    """Values read from messages of one group's several shapes (``RawLayout.read_rows``),
+    one after the other: each array field concatenated."""
+    fields = vars(reads[0])
+    joined = {
+        name: np.concatenate([getattr(read, name) for read in reads])
+        for name, value in fields.items()
+        if isinstance(value, np.ndarray)
+    }
+    return SimpleNamespace(**{**fields, **joined})
+
+
 def push_raw(
     pipeline: TeamPipeline,
     messages: Sequence[tuple[str, str, bytes, float]],
@@ -172,7 +199,7 @@ def push_raw(
     clock: float = 0.0,
 ) -> None:
     """The messages of one cycle (robot id, topic, CDR bytes, arrival time), in the order
-    they arrived, into the pipeline: each robot's as one batch (``RawReader.runs``,
+    they arrived, into the pipeline: every robot's at once (``RawReader.runs``,
     ``TeamPipeline.push_runs``) when they are all read from the bytes and all accepted as
     they come, else one by one (``convert_raw``, ``push_converted``) in their order, with
     the same samples, refusals and counts either way. ``clock`` is added to the arrival

@@ -244,16 +244,26 @@ class _Columns:
         return self.times[self.start : self.end]
 
     def append(self, batch: GraspBatch) -> None:
-        k = len(batch)
+        self.append_rows(_row_matrix(batch), batch.stamps)
+
+    def append_rows(self, rows: np.ndarray, stamps: np.ndarray) -> None:
+        """Rows of floats (``_LAYOUT``) and their stamps, after the newest."""
+        k = len(stamps)
         if self.end + k > len(self.times):  # move the rows to the front, grow if still short
             size = max(len(self.times), 2 * (len(self) + k), 64)
             data, times = np.empty((size, _WIDTH)), np.empty(size)
             data[: len(self)] = self.data[self.start : self.end]
             times[: len(self)] = self.times[self.start : self.end]
             self.data, self.times, self.start, self.end = data, times, 0, len(self)
-        self.data[self.end : self.end + k] = _row_matrix(batch)
-        self.times[self.end : self.end + k] = batch.stamps
+        self.data[self.end : self.end + k] = rows
+        self.times[self.end : self.end + k] = stamps
         self.end += k
+
+    def trim(self, seconds: float) -> None:
+        """Forget the samples more than ``seconds`` older than the newest."""
+        stamps = self.stamps
+        if stamps[-1] - stamps[0] > seconds:
+            self.start += int(np.count_nonzero(stamps[-1] - stamps > seconds))
 
     def rows(self, index: np.ndarray) -> np.ndarray:
         """The rows at buffer positions ``index`` (0: the oldest), copied."""
@@ -355,10 +365,38 @@ class StreamingAligner:
         if len(buffer) or len(steps):
             self._new_intervals.add(batch.robot_id)
         buffer.append(batch)
-        stamps = buffer.stamps
-        if stamps[-1] - stamps[0] > self.buffer_seconds:
-            buffer.start += int(np.count_nonzero(stamps[-1] - stamps > self.buffer_seconds))
+        buffer.trim(self.buffer_seconds)
         return [""] * len(batch)
+
+    def push_runs(self, batch: GraspBatch, robots: Sequence[str], bounds: np.ndarray) -> None:
+        """``push_batch`` of several robots' samples in one batch (its robot id unused):
+        rows ``bounds[k]:bounds[k + 1]`` are ``robots[k]``'s (robots not aligned here are
+        left out). The buffers' rows are made once for all; a robot whose samples
+        ``push_batch`` would not take at once goes through it (the same refusals)."""
+        stamps, edges = batch.stamps, bounds.tolist()
+        inside = stamps[1:] > stamps[:-1]
+        inside[bounds[1:-1] - 1] = True  # from one robot's samples to the next one's
+        plain = bool(np.isfinite(stamps).all() and inside.all())
+        rows, times = _row_matrix(batch), stamps.tolist()
+        steps = (stamps[1:] - stamps[:-1]).tolist()
+        for k, rid in enumerate(robots):
+            buffer, start, stop = self._buffers.get(rid), edges[k], edges[k + 1]
+            if buffer is None:
+                continue
+            last = buffer.times[buffer.end - 1] if len(buffer) else -np.inf
+            if not (plain and times[start] > last):
+                part = batch.rows(slice(start, stop))
+                part.robot_id = rid
+                self.push_batch(part)
+                continue
+            intervals = self._intervals[rid]
+            if len(buffer):  # the intervals after the buffer's newest sample
+                intervals.append(float(times[start] - last))
+            intervals.extend(steps[start : stop - 1])
+            if len(buffer) or stop - start > 1:
+                self._new_intervals.add(rid)
+            buffer.append_rows(rows[start:stop], stamps[start:stop])
+            buffer.trim(self.buffer_seconds)
 
     def _push_row(self, batch: GraspBatch, k: int) -> str:
         buffer, stamp = self._buffers[batch.robot_id], batch.stamps[k]
@@ -377,14 +415,18 @@ class StreamingAligner:
         oldest = buffer.stamps[0] if len(buffer) else stamp - self.buffer_seconds
         del holes[: bisect.bisect_left(holes, oldest)]
 
-    def _brackets(self, rid: str, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per target stamp: (0, WAIT, OLD or GAP: can a bracket be formed, as ``_bracket``
-        decided one by one; index of its sample after, or the exact one)."""
+    def _brackets(self, rid: str, targets: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+        """Per target stamp (increasing): (0, WAIT, OLD or GAP: can a bracket be formed, as
+        ``_bracket`` decided one by one, or None when every target is one of the robot's
+        stamps: all 0; index of its sample after, or the exact one)."""
         stamps = self._buffers[rid].stamps
         n = len(stamps)
         if not n:
             return np.full(len(targets), WAIT), np.zeros(len(targets), dtype=int)
-        after = np.minimum(np.searchsorted(stamps, targets, side="left"), n - 1)
+        after = np.searchsorted(stamps, targets, side="left")
+        if after[-1] < n and (stamps[after] == targets).all():  # robots sampling together
+            return None, after
+        after = np.minimum(after, n - 1)
         exact = stamps[after] == targets
         status = np.where(exact | (targets < stamps[n - 1]) & (after < n - 1), 0, WAIT)
         between = ~exact & (status == 0)
@@ -414,42 +456,53 @@ class StreamingAligner:
         reference = self._buffers[self.reference_id]
         t = reference.stamps
         status = np.zeros(len(t), dtype=int)
-        brackets = {}
+        brackets, exact = {}, set()
         for rid in self.robot_ids:
             if rid != self.reference_id and len(t):
                 mine, after = self._brackets(rid, t + self.offsets[rid])
-                status = np.where(status == 0, mine, status)
+                if mine is None:
+                    exact.add(rid)
+                else:
+                    status = np.where(status == 0, mine, status)
                 brackets[rid] = after
         waiting = (status == WAIT) & (t[-1:] - t <= self.max_delay)
         popped = int(np.argmax(waiting)) if waiting.any() else len(t)
-        for code, count in zip(*np.unique(status[:popped], return_counts=True), strict=True):
-            if code:
-                self.dropped[DROP_REASONS[code]] += int(count)
+        if status[:popped].any():
+            for code, count in zip(*np.unique(status[:popped], return_counts=True), strict=True):
+                if code:
+                    self.dropped[DROP_REASONS[code]] += int(count)
         good = np.flatnonzero(status[:popped] == 0)
         block = SetBlock.empty(self.robot_ids)
         if len(good):
-            block = self._block(t[good], good, {r: a[good] for r, a in brackets.items()})
+            after = {r: a[good] for r, a in brackets.items()}
+            block = self._block(t[good], good, after, exact)
         reference.start += popped
         return block
 
-    def _block(self, t: np.ndarray, rows: np.ndarray, after: dict[str, np.ndarray]) -> SetBlock:
+    def _block(
+        self, t: np.ndarray, rows: np.ndarray, after: dict[str, np.ndarray], exact: set[str]
+    ) -> SetBlock:
         """The sets at reference stamps ``t`` (reference rows ``rows``, the other robots'
-        brackets ending at ``after``), every sample stamped t."""
-        parts = []
-        for rid in self.robot_ids:
+        brackets ending at ``after``, the samples themselves for the robots ``exact``),
+        every sample stamped t."""
+        n = len(self.robot_ids)
+        sets = np.empty((len(t), n, _WIDTH))
+        for k, rid in enumerate(self.robot_ids):
+            buffer = self._buffers[rid]
             if rid == self.reference_id:
-                parts.append(self._buffers[rid].rows(rows))
+                sets[:, k] = buffer.rows(rows)
                 continue
-            buffer, index = self._buffers[rid], after[rid]
-            part = buffer.rows(index)
+            index = after[rid]
+            sets[:, k] = buffer.rows(index)
+            if rid in exact:
+                continue
             target = t + self.offsets[rid]
-            for q in np.flatnonzero(part[:, 0] != target):  # between two samples
+            for q in np.flatnonzero(sets[:, k, 0] != target):  # between two samples
                 a, b = buffer.sample(index[q] - 1), buffer.sample(index[q])
                 between = interpolate_sample(a, b, target[q], t[q])
-                part[q] = _row_matrix(GraspBatch.from_samples([between]))[0]
-            parts.append(part)
-        columns = _from_rows(np.stack(parts, axis=1))
-        columns["stamps"] = np.repeat(t[:, None], len(self.robot_ids), axis=1)
+                sets[q, k] = _row_matrix(GraspBatch.from_samples([between]))[0]
+        columns = _from_rows(sets)
+        columns["stamps"] = np.repeat(t[:, None], n, axis=1)
         return SetBlock(self.robot_ids, **columns)
 
     def pop_ready(self) -> list[dict[str, GraspSample]]:

@@ -71,20 +71,24 @@ class BlockSums:
             self.partial[k] = 0.0
             self.filled[k] = 0
 
-    def add_rows(self, X: np.ndarray) -> None:
-        """``add`` for consecutive stacked vectors X (Q, dim), oldest first."""
+    def add_rows(self, X: np.ndarray, product: np.ndarray | None = None) -> None:
+        """``add`` for consecutive stacked vectors X (Q, dim), oldest first; ``product``:
+        X^T X if the caller has it (the blocks of length 1 are the rows themselves)."""
         if len(X) <= 1:
             if len(X):
                 self.add(X[0])
             return
-        q, total = len(X), None
-        for k, (length, filled) in enumerate(
-            zip(self.lengths.tolist(), self.filled.tolist(), strict=True)
-        ):
-            if filled + q < length:  # no block completes: all rows into the open one
-                total = X.sum(axis=0) if total is None else total
-                self.partial[k] += total
-                self.filled[k] += q
+        q = len(X)
+        open_ = self.filled + q < self.lengths  # no block completes: all rows into the open one
+        if open_.any():
+            self.partial[open_] += X.sum(axis=0)
+            self.filled[open_] += q
+        lengths, fills = self.lengths.tolist(), self.filled.tolist()
+        for k in np.flatnonzero(~open_).tolist():
+            length, filled = lengths[k], fills[k]
+            if length == 1 and product is not None:  # the partial block of length 1 is empty
+                self.S[k] += product
+                self.blocks[k] += q
                 continue
             ends = np.arange(length - filled - 1, q, length)  # last rows of the blocks complete
             starts = ends - (length - 1)

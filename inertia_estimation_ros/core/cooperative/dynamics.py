@@ -172,11 +172,14 @@ class WrenchMoments:
         """Q samples as rows x_k = [vec Y_k, F_k] (``wrench_rows``, wrenches ``clean``):
         YY, K and FF are blocks of one product sum_k w_k x_k x_k^T."""
         Xw = X if weights is None else X * np.asarray(weights, dtype=float)[:, None]
-        S = Xw.T @ X
+        self.add_product(Xw.T @ X, len(X))
+
+    def add_product(self, S: np.ndarray, samples: int) -> None:
+        """``add_rows`` of ``samples`` rows given their product S = sum_k w_k x_k x_k^T."""
         self.YY += S[:60, :60].reshape(6, 10, 6, 10).transpose(0, 2, 1, 3)
         self.K += S[:60, 60:].reshape(6, 10, len(self.robot_ids), 6).transpose(2, 1, 0, 3)
         self.FF += S[60:, 60:]
-        self.samples += len(X)
+        self.samples += samples
 
     def __add__(self, other: WrenchMoments) -> WrenchMoments:
         return WrenchMoments(

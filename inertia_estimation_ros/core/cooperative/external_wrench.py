@@ -233,23 +233,35 @@ class SegmentStore:
             if block_rate_hz is not None:
                 wrench_blocks(segment, block_rate_hz).add(np.r_[Y[0].ravel(), F[0].ravel()])
             return
-        k, X = 0, None
+        k, X, raw = 0, None, None
         while k < len(t):
             segment = self._segment_for(float(t[k]), group)
             if X is None:  # rows of cleaned wrenches, as ``add_batch`` cleans them
-                X = wrench_rows(Y, segment.moments.clean(F))
+                cleaned = segment.moments.clean(F)
+                X = wrench_rows(Y, cleaned)
+                # the batch means take the wrenches as given: the same rows if cleaning
+                # changed nothing (finite, every robot sensing torque)
+                if block_rate_hz is not None:
+                    same = all(self.has_torque) and np.isfinite(F).all()
+                    raw = X if same else wrench_rows(Y, F)
             stop = k + _count_before(t[k:] - segment.start, self.settings.segment_seconds)
-            segment.moments.add_rows(X[k:stop])
+            rows = X[k:stop]
+            S = rows.T @ rows  # ``WrenchMoments.add_rows``' product, shared with its cluster
+            segment.moments.add_product(S, stop - k)
             j = k
             while j < stop:
                 cluster = segment.cluster_for(float(t[j]))
                 end = j + _count_before(t[j:stop] - segment.cluster_starts[-1], CLUSTER_SECONDS)
-                cluster.add_rows(X[j:end])
+                if j == k and end == stop:
+                    cluster.add_product(S, stop - k)
+                else:
+                    cluster.add_rows(X[j:end])
                 j = end
             if residuals is not None:
                 segment.correlation.add_batch(residuals[k:stop])
             if block_rate_hz is not None:
-                wrench_blocks(segment, block_rate_hz).add_rows(wrench_rows(Y[k:stop], F[k:stop]))
+                shared = S if raw is X else None  # the rows' product, computed above
+                wrench_blocks(segment, block_rate_hz).add_rows(raw[k:stop], shared)
             segment.end = float(t[stop - 1])
             k = stop
 

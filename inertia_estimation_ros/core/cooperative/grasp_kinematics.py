@@ -165,9 +165,13 @@ class HomeGravity:
 
     def add_units(self, u: np.ndarray) -> None:
         """``add`` for the directions u (Q, 3) of ``gravity_units``."""
-        self.total += u.sum(axis=0)
-        self.outer += u.T @ u
-        self.count += len(u)
+        self.add_sums(u.sum(axis=0), u.T @ u, len(u))
+
+    def add_sums(self, total: np.ndarray, outer: np.ndarray, count: int) -> None:
+        """``add_units`` of ``count`` directions given their sum and sum of outer products."""
+        self.total += total
+        self.outer += outer
+        self.count += count
 
     @property
     def direction(self) -> np.ndarray:

@@ -398,8 +398,9 @@ class TeamEstimator:
                 self._gravity[self.robot_ids[k]].add_batch(T[:, k], g[:, k])
             return
         units = gravity_units(T[:, robots].swapaxes(0, 1), g[:, robots].swapaxes(0, 1))
-        for k, u in zip(robots, units, strict=True):
-            self._gravity[self.robot_ids[k]].add_units(u)
+        totals, outers = units.sum(axis=1), np.matmul(units.transpose(0, 2, 1), units)
+        for k, total, outer in zip(robots.tolist(), totals, outers, strict=True):
+            self._gravity[self.robot_ids[k]].add_sums(total, outer, len(T))  # ``add_units``
 
     def _add_kinematic(self, kind: str, X: np.ndarray) -> np.ndarray:
         """Twist or pose rows (Q, dim) into their moments (and, for the fit's source, the

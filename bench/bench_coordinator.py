@@ -25,7 +25,8 @@ one ``GraspState`` per sample); ``--batch auto`` (default) takes K = rate / 100 
 
 The window is steady state: the coordinator starts, its solver process gets ready, then the
 team streams ``--warmup`` seconds (the first solves from scratch; longer until the first
-estimate is out, at most the window's first half) before the DURATION seconds measured.
+estimate is out, at most the window's first half) before the DURATION seconds measured
+(``--warmup 0``: from the first sample on, as before).
 Everything the coordinator and its child spend in the window is counted; samples dropped
 are counted over the whole stream.
 
@@ -225,7 +226,7 @@ def run_case(
         startup = cpu_seconds(child)
         start, published, window = time.time(), 0, None
         for k, instant in enumerate(instants):
-            if window is None and k >= warm and (listener.ages or k >= latest):
+            if window is None and k >= warm and (not warm or listener.ages or k >= latest):
                 window = Window(process.pid, child, published, len(listener.ages))
             stamp = start + ((k + 1) * batch - 1) / rate  # its newest sample's instant
             delay = stamp - time.time()

@@ -7,11 +7,11 @@ coordinator's /diagnostics. Each robot sends K samples per message (``GraspState
 one ``GraspState`` per sample); ``--batch auto`` (default) takes K = rate / 100 (messages at
 100 Hz), ``--batch 1`` the single-sample message at every rate. Printed per case:
 
-* CPU time per sample: the coordinator process's user + system time over the run (its solver
-  process's included) divided by
-  the samples published (every robot's; callbacks, alignment, estimator updates and the solves
-  every ``estimate_period`` included); and divided by the samples accepted (the last column:
-  when DDS drops samples, a busy coordinator never pays for them);
+* CPU time per sample: the coordinator process's user + system time over the window (its
+  solver process's included) divided by the samples published in it (every robot's;
+  callbacks, alignment, estimator updates and the solves every ``estimate_period``
+  included); and divided by the samples accepted (CPU/accepted: when DDS drops samples, a
+  busy coordinator never pays for them);
 * latency p50 / p99 from a sample's stamp to the estimator update that used it (the
   coordinator's own percentiles over its last 2000 updates);
 * dropped samples: published but never accepted by the coordinator (transport losses and a

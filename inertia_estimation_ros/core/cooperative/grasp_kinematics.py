@@ -284,8 +284,10 @@ def mean_rotations(moments: StackedMoments) -> dict[str, np.ndarray]:
 
 def _tangent_coordinates(R: np.ndarray) -> np.ndarray:
     """Pi (3 x 9): E -> unskew(R^T E), the rotation vector of a small E = [d] R (vec by rows)."""
-    basis = np.eye(9).reshape(9, 3, 3)
-    return np.stack([sp.unskew(R.T @ E) for E in basis], axis=1)
+    X = np.zeros((3, 3, 3, 3))  # [a, b]: R^T E for E = e_a e_b^T, entry 3 a + b of vec(E)
+    for b in range(3):
+        X[:, b, :, b] = R
+    return sp.unskew(X).reshape(9, 3).T
 
 
 def pose_constraints(
@@ -580,23 +582,25 @@ def twist_residual_jacobian(
 
     A perturbation (dphi, dp) of T_s_i is the left twist xi = (dphi, dp + p x dphi), so
     robot i's block of A = Ad(T_i_s) moves by dA_i = -A_i ad(xi); with G = A^T W A,
-    dPi = (1 - Pi) dA C + A G^-1 dA^T W (1 - Pi)."""
+    dPi = (1 - Pi) dA C + A G^-1 dA^T W (1 - Pi); dPi L is formed as (1 - Pi) (dA (C L))
+    + (A G^-1) (dA^T (W (1 - Pi) L)), thin products only."""
     ids = tuple(robot_ids)
     A = stacked_adjoint(T_s_i, ids)
     AtW = A.T * precision
     G_inverse = np.linalg.inv(AtW @ A)
     C = G_inverse @ AtW
     Q = np.eye(len(A)) - A @ C
-    WQ = precision[:, None] * Q
-    AG, root = A @ G_inverse, np.sqrt(precision)[:, None]
+    root = np.sqrt(precision)[:, None]
+    QL, AG = -root * Q, -root * (A @ G_inverse)  # the factors of -W^1/2 dPi L
+    CL, WQL = C @ L, (precision[:, None] * Q) @ L
     columns = []
     for rid in others(list(T_s_i), reference_id):
         i, p = 6 * ids.index(rid), T_s_i[rid][:3, 3]
         xi = np.eye(6)  # rows: the twists of the six perturbations (dphi, dp + p x dphi)
         xi[:3, 3:] = np.cross(p, np.eye(3))
         dA_i = -A[i : i + 6] @ np.stack([sp.ad(x) for x in xi])  # (6, 6, 6): robot i's rows
-        dPi = Q[:, i : i + 6] @ dA_i @ C + AG @ np.swapaxes(dA_i, 1, 2) @ WQ[i : i + 6]
-        columns.append((-root * dPi @ L).reshape(6, -1))
+        dPiL = QL[:, i : i + 6] @ (dA_i @ CL) + AG @ (np.swapaxes(dA_i, 1, 2) @ WQL[i : i + 6])
+        columns.append(dPiL.reshape(6, -1))
     return np.concatenate(columns).T
 
 
@@ -656,12 +660,14 @@ def _levenberg_marquardt(
     x: np.ndarray,
     iterations: int = 8,
     tolerance: float = 1e-10,
+    offset: float = 0.0,
 ) -> np.ndarray:
     """Levenberg-Marquardt on the normal equations. J is tall and J^T J small here, which
     is much faster than MINPACK's QR for large teams. Stops when a step shrinks the cost
-    by less than ``tolerance`` of itself."""
+    by less than ``tolerance`` of itself. ``offset``: a part of the cost that no step
+    changes (left out of ``residual``), counted in the cost that the tolerance scales."""
     r = residual(x)
-    cost, damping = float(r @ r), 1e-9
+    cost, damping = float(r @ r) + offset, 1e-9
     for _ in range(iterations):
         J = jacobian(x)
         H, g = J.T @ J, J.T @ r
@@ -672,13 +678,13 @@ def _levenberg_marquardt(
         for _ in range(6):
             step = -np.linalg.solve(H + damping * np.diag(scale), g)
             r_new = residual(x + step)
-            if float(r_new @ r_new) <= cost:
+            if float(r_new @ r_new) + offset <= cost:
                 break
             damping *= 100.0
         else:
             return x
         x, r = x + step, r_new
-        improvement, cost = cost - float(r @ r), float(r @ r)
+        improvement, cost = cost - float(r @ r) - offset, float(r @ r) + offset
         damping = max(damping / 100.0, 1e-12)
         if improvement <= tolerance * max(cost, 1e-300):
             break
@@ -699,13 +705,16 @@ def _fit_pose_frames(
 
     The whitening C = M Sigma M^T is held fixed within an outer iteration, so each robot's
     6 constraint rows depend on its own 12 parameters only: the Jacobian is built block
-    by block, which keeps large teams fast. Returns the frames and J^T J at the fit.
+    by block, which keeps large teams fast. Only 13 columns of M move with the frames
+    (``moving_columns``): the residual keeps the 13 columns of L that they reach
+    (``split_factor``), the rest is a constant of the cost. Returns the frames and J^T J
+    at the fit.
     """
     ids = moments.robot_ids
     movers = others(ids, reference_id)
     n_each, n = 6 * len(movers), 12 * len(ids) + 1
     s = 12 * ids.index(reference_id)
-    L = _factor(moments.S)
+    L, rest = split_factor(_factor(moments.S), moving_columns(ids, reference_id))
     Sigma = pose_noise_covariance(rotation_moments(moments), ids, *level)
     Pi = {r: _tangent_coordinates(R_bar[r]) for r in movers}
 
@@ -739,14 +748,37 @@ def _fit_pose_frames(
         M = pose_constraints(*frames, R_bar, ids, reference_id)
         C = M @ Sigma @ M.T
         Wh = np.linalg.inv(np.linalg.cholesky(0.5 * (C + C.T)))
+        offset = float(np.sum(np.square(Wh @ M @ rest)))  # the cost no step changes
         x = _levenberg_marquardt(
-            partial(residual, base=frames, Wh=Wh), partial(jacobian, base=frames, Wh=Wh), x0
+            partial(residual, base=frames, Wh=Wh),
+            partial(jacobian, base=frames, Wh=Wh),
+            x0,
+            offset=offset,
         )
         frames = apply(frames, x)
         if np.abs(x).max() < 1e-10:
             break
     J = jacobian(x0, frames, Wh)
     return frames, J.T @ J
+
+
+def moving_columns(robot_ids: Sequence[str], reference_id: str) -> np.ndarray:
+    """The columns of ``pose_constraints`` that depend on the frames: the reference robot's
+    12 and the last (every other entry is its tangent map Pi or an identity)."""
+    s = 12 * list(robot_ids).index(reference_id)
+    return np.r_[s : s + 12, 12 * len(robot_ids)]
+
+
+def split_factor(L: np.ndarray, moving: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(L1, L2): the columns of L Q, Q orthogonal, with L2's rows ``moving`` zero. Then
+    ||W M L||_F^2 = ||W M L1||_F^2 + ||W M L2||_F^2 for any W and M, and a change of M's
+    columns ``moving`` leaves the second term as it is: the pose fit's residual keeps
+    ``len(moving)`` columns of L (of 12 N + 1) and the Jacobian's rows shrink as much."""
+    m = len(moving)
+    Q = np.linalg.qr(L[moving].T, mode="complete")[0]
+    LQ = L @ Q
+    LQ[moving, m:] = 0.0  # L[moving] Q2 = 0 up to rounding
+    return LQ[:, :m], LQ[:, m:]
 
 
 def _pose_jacobian(
@@ -762,8 +794,7 @@ def _pose_jacobian(
     own X and Y only (``_pose_block_derivatives``), which keeps large teams fast."""
     movers = others(robot_ids, reference_id)
     n_each = 6 * len(movers)
-    s = 12 * list(robot_ids).index(reference_id)
-    moving = np.r_[s : s + 12, len(L) - 1]  # the columns of a block that move (the reference's)
+    moving = moving_columns(robot_ids, reference_id)
     rows = Wh.shape[0] * L.shape[1]
     columns = np.zeros((rows, 2 * n_each))
     L_moving = L[moving]

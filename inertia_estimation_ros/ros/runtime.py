@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import queue
 import signal
 import sys
@@ -263,6 +264,21 @@ def freeze_start_up_heap() -> None:
     gc.freeze()
 
 
+# Modules the core imports inside the functions that use them, so that `inertia_estimation
+# estimate` never loads them (docs/throughput.md), while a node's callbacks do use them (the
+# human wrench's chi-square and Cholesky, quaternions of a robot's poses). A node loads them
+# before it spins: an import inside a callback holds the whole process for its duration
+# (scipy.stats ~1 s of CPU: the coordinator's first human wrench held its updates, p99 stamp ->
+# update 885 ms at 100 Hz, N = 3 in bench_coordinator's 10-s window; 45 ms with them loaded).
+CALLBACK_IMPORTS = ("scipy.linalg.lapack", "scipy.spatial.transform", "scipy.stats")
+
+
+def load_callback_imports() -> None:
+    """Import ``CALLBACK_IMPORTS`` now (a node at start-up, before it spins)."""
+    for module in CALLBACK_IMPORTS:
+        importlib.import_module(module)
+
+
 def run_executable(executable: str, argv: list[str] | None = None, executor: str = "multi") -> int:
     """``main`` of a node executable: --help, rclpy set-up, spin until Ctrl-C, clean shutdown;
     ``executor`` is a key of ``EXECUTORS``."""
@@ -293,5 +309,6 @@ def run_executable(executable: str, argv: list[str] | None = None, executor: str
         print(f"{executable}: {error}", file=sys.stderr)
         rclpy.shutdown(context=context)
         return 2
+    load_callback_imports()
     freeze_start_up_heap()
     return run_until_interrupted(NodeGroup([node], context, executor).start())

@@ -95,7 +95,9 @@ def test_safe_stops_decelerate_and_hold() -> None:
         wrench = None if cause == "silence" else np.r_[0, 0, 0, 4.0, 0, 0]
         refs = [_run(sup, 1.0 + k * DT, DT, wrench) for k in range(150)]
         speeds = [np.linalg.norm(r.V_s[3:]) for r in refs]
-        assert not sup.active and "safe stop" in sup.events[-1]
+        # The stabilizer reports on its own (a silent input's held wrench grows old)
+        modes = [e for e in sup.events if "stabilizer" not in e]
+        assert not sup.active and "safe stop" in modes[-1]
         assert speeds[-1] == 0.0
         assert np.all(np.diff(speeds) <= 1.0 * DT + 1e-9)
         held = refs[-1].T_w_s

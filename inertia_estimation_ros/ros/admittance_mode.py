@@ -34,10 +34,10 @@ import threading
 from collections.abc import Awaitable, Callable
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.publisher import Publisher
 from std_msgs.msg import Header
 from std_srvs.srv import SetBool, Trigger
 
@@ -210,6 +210,8 @@ class AdmittanceMode:
         plan_balancing: Callable[[PlanningStart], Awaitable[tuple[TrayPlan | None, bool, str]]]
         | None = None,
         T_e_s: np.ndarray | None = None,
+        *,
+        diagnostics_out: Publisher,
     ) -> None:
         self.node, self.p = node, params
         p = params
@@ -240,7 +242,7 @@ class AdmittanceMode:
         self.frames = ("", "")  # (home frame = world, grasp frame {s}) from the pose messages
         self._pose = node.create_publisher(PoseStamped, "~/reference/pose", RELIABLE_QOS)
         self._twist = node.create_publisher(TwistStamped, "~/reference/twist", RELIABLE_QOS)
-        self._diagnostics = node.create_publisher(DiagnosticArray, "/diagnostics", RELIABLE_QOS)
+        self._diagnostics = diagnostics_out  # the node's: one /diagnostics endpoint per node
         self._stabilizing = False  # the stabilizer's state last reported on /diagnostics
         # The inputs in and the reference out as serialized bytes (``serialized``): the
         # reference from templates of its frames, made again when the frames change.

@@ -238,7 +238,7 @@ class PlannerNode(Node):
         self.last_outcome: PlanOutcome | None = None
         self._action = add_plan_action(self)
         self.admittance = admittance_mode.AdmittanceMode(
-            self, self.p, self.plan_balancing, self.T_e_s
+            self, self.p, self.plan_balancing, self.T_e_s, diagnostics_out=self._diagnostics
         )
 
     # ----- inputs ------------------------------------------------------------------------

@@ -223,3 +223,18 @@ def test_the_stated_covariance_of_the_twist_derivative_noise_is_its_spread() -> 
     eigenvalues = np.linalg.eigvalsh(spread)
     print(f"whitened spread's eigenvalues {eigenvalues.round(3)}")
     assert 0.85 < eigenvalues.min() and eigenvalues.max() < 1.15
+
+
+def test_the_chi_square_bounds_are_scipys_chi2_isf_bit_for_bit() -> None:
+    """The contact and consistency bounds take scipy.special's ``chdtri`` (what
+    ``cooperative.external_wrench.significance`` uses; scipy.stats stays unloaded): equal to
+    ``chi2.isf`` to the last bit, and to the former ``chi2.ppf(1 - a)`` within a few ulp (its
+    1 - a rounds before the lower tail is inverted)."""
+    from inertia_estimation_ros.core.collaboration.human_wrench import _chi_square_bound
+
+    for false_alarm in (1e-3, 0.01, 0.05):
+        for dof in (1, 2, 3, 6, 12, 600):
+            bound = _chi_square_bound(false_alarm, dof)
+            assert bound == float(chi2.isf(false_alarm, dof))
+            former = float(chi2.ppf(1.0 - false_alarm, dof))
+            assert abs(bound - former) <= 64 * np.spacing(former)

@@ -266,11 +266,12 @@ def freeze_start_up_heap() -> None:
 
 # Modules the core imports inside the functions that use them, so that `inertia_estimation
 # estimate` never loads them (docs/throughput.md), while a node's callbacks do use them (the
-# human wrench's chi-square and Cholesky, quaternions of a robot's poses). A node loads them
-# before it spins: an import inside a callback holds the whole process for its duration
-# (scipy.stats ~1 s of CPU: the coordinator's first human wrench held its updates, p99 stamp ->
-# update 885 ms at 100 Hz, N = 3 in bench_coordinator's 10-s window; 45 ms with them loaded).
-CALLBACK_IMPORTS = ("scipy.linalg.lapack", "scipy.spatial.transform", "scipy.stats")
+# human wrench's Cholesky, quaternions of a robot's poses). A node loads them before it
+# spins: an import inside a callback holds the whole process for its duration (scipy.stats,
+# ~1 s of CPU, was one: the coordinator's first human wrench held its updates, p99 stamp ->
+# update 885 ms at 100 Hz, N = 3 in bench_coordinator's 10-s window; 45 ms with it loaded;
+# the chi-square quantiles now come from scipy.special's chdtri, imported with the core).
+CALLBACK_IMPORTS = ("scipy.linalg.lapack", "scipy.spatial.transform")
 
 
 def load_callback_imports() -> None:

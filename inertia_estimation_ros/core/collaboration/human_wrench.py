@@ -52,6 +52,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import chdtri
 
 from .. import spatial as sp
 from ..cooperative.dynamics import regressor_noise_covariance
@@ -181,10 +182,10 @@ def _pinv_distance(C: np.ndarray, r: np.ndarray) -> float:
 
 @lru_cache(maxsize=64)
 def _chi_square_bound(false_alarm: float, dof: int) -> float:
-    """The chi-square quantile of the contact test (scipy's ppf costs ~0.4 ms a call)."""
-    from scipy.stats import chi2 as chi_square  # loaded at the first wrench
-
-    return float(chi_square.ppf(1.0 - false_alarm, dof))
+    """The chi-square quantile exceeded with probability ``false_alarm`` (``chi2.isf``'s
+    kernel, as ``cooperative.external_wrench.significance`` takes it: scipy.stats costs ~1 s
+    to load)."""
+    return float(chdtri(dof, false_alarm))
 
 
 def external_wrench(

@@ -4,8 +4,12 @@ how far the payload went with the person and how well the coordinator saw the pe
 The person acts where the simulator's ``/ground_truth/human_wrench`` is not zero. Over the
 last such stretch (the ``collaborate`` phase; the earlier ones are the guided estimation
 phases): the payload's displacement and rotation (``/ground_truth/payload_pose``), the
-person's RMS force, and the RMS error of the coordinator's ``/external_wrench`` force (axes
-of {s}, like the truth's) against the truth at the nearest stamp.
+person's RMS force, and how well the coordinator's ``/external_wrench`` force (axes of {s},
+like the truth's) saw it (``force_error_figures``): its RMS error against the truth at its
+stamp, the delay of its content (the robot nodes' causal low-pass and the robots' own
+lag: the truth that long before the stamp fits it best) and the RMS error left at that
+delay, the stated covariance's chi-square per degree of freedom (1 if it holds), and the
+RMS error while nobody touches the payload (the second before the person acts).
 """
 
 from __future__ import annotations
@@ -48,19 +52,77 @@ def collaboration_figures(bag: Path) -> dict[str, float] | None:
     span = (t_p >= start) & (t_p <= end)
     first, last = poses[span][0], poses[span][-1]
     turn = sp.log3(last[3:].reshape(3, 3) @ first[3:].reshape(3, 3).T)
-    t_e, estimate = _series(bag, "/external_wrench", lambda m: vector3(m.wrench.force))
-    used = (t_e >= start) & (t_e <= end)
-    nearest = np.clip(np.searchsorted(t_h, t_e[used]), 0, len(t_h) - 1)
-    error = estimate[used] - force[nearest]
-    return {
+    t_e, estimate = _series(bag, "/external_wrench", _force_and_covariance)
+    figures = {
         "seconds": float(end - start),
         "moved [m]": float(np.linalg.norm(last[:3] - first[:3])),
         "turned [deg]": float(np.rad2deg(np.linalg.norm(turn))),
         "person RMS force [N]": float(np.sqrt(np.mean(np.sum(force[acting] ** 2, axis=1)))),
-        "force estimate RMS error [N]": float(np.sqrt(np.mean(np.sum(error**2, axis=1))))
-        if used.any()
-        else float("nan"),
     }
+    estimate = estimate.reshape(len(t_e), 4, 3)
+    return figures | force_error_figures(
+        t_h, force, t_e, estimate[:, 0], estimate[:, 1:], (start, end)
+    )
+
+
+def _force_and_covariance(msg: object) -> np.ndarray:
+    """(force, its 3x3 covariance) of an ExternalWrench, flattened (the force block first)."""
+    return np.concatenate(
+        [vector3(msg.wrench.force), np.reshape(msg.covariance, (6, 6))[:3, :3]], axis=None
+    )
+
+
+MAX_DELAY = 0.3  # [s] the longest content delay looked for
+DELAY_STEP = 0.005  # [s]
+IDLE = 1.0  # [s] before the person acts: nobody touches the payload
+
+
+def force_error_figures(
+    t_h: np.ndarray,
+    force_h: np.ndarray,
+    t_e: np.ndarray,
+    force_e: np.ndarray,
+    covariance_e: np.ndarray,
+    span: tuple[float, float],
+) -> dict[str, float]:
+    """The estimate's force (stamps t_e, (K, 3), covariances (K, 3, 3)) against the true
+    force (stamps t_h, (M, 3)) within ``span`` (module docstring); NaN without estimates."""
+    start, end = span
+    used = (t_e >= start) & (t_e <= end)
+    idle = (t_e >= start - IDLE) & (t_e < start)
+    nan = float("nan")
+    if not used.any():
+        return dict.fromkeys(_ERROR_FIGURES, nan)
+
+    def truth(t: np.ndarray) -> np.ndarray:
+        return np.stack([np.interp(t, t_h, force_h[:, k]) for k in range(3)], axis=1)
+
+    def rms(error: np.ndarray) -> float:
+        return float(np.sqrt(np.mean(np.sum(error**2, axis=1)))) if len(error) else nan
+
+    error = force_e[used] - truth(t_e[used])
+    delays = np.arange(0.0, MAX_DELAY + DELAY_STEP / 2, DELAY_STEP)
+    delayed = [rms(force_e[used] - truth(t_e[used] - d)) for d in delays]
+    chi2 = np.einsum(
+        "ki,ki->k", error, np.linalg.solve(covariance_e[used], error[..., None])[..., 0]
+    )
+    values = (
+        rms(error),
+        float(delays[int(np.argmin(delayed))] * 1e3),
+        float(min(delayed)),
+        float(np.mean(chi2) / 3),
+        rms(force_e[idle]),
+    )
+    return dict(zip(_ERROR_FIGURES, values, strict=True))
+
+
+_ERROR_FIGURES = (
+    "force estimate RMS error [N]",
+    "force estimate delay [ms]",
+    "RMS error at that delay [N]",
+    "force chi-square per dof",
+    "RMS error, nobody touching [N]",
+)
 
 
 def print_collaboration(bag: Path) -> None:

@@ -263,6 +263,8 @@ def latency_graph(folder: Path) -> Path:
     root = Path(__file__).resolve().parents[1]
     data = yaml.safe_load((root / "config" / "sim_collaborate.yaml").read_text())
     data["/sim_node"]["ros__parameters"].update(scenario=LATENCY_SCENARIO, diagnostics_period=0.1)
+    # the wrench keeps its samples' stamp: the hops are matched by stamp
+    data["/coordinator_node"]["ros__parameters"]["external_wrench_delay"] = 0.0
     if "--timer" in sys.argv:  # the reference on the planner's control timer only
         data["/planner_node"]["ros__parameters"]["admittance_on_wrench"] = False
     path = folder / "graph.yaml"

@@ -238,3 +238,18 @@ def test_the_chi_square_bounds_are_scipys_chi2_isf_bit_for_bit() -> None:
             assert bound == float(chi2.isf(false_alarm, dof))
             former = float(chi2.ppf(1.0 - false_alarm, dof))
             assert abs(bound - former) <= 64 * np.spacing(former)
+
+
+def test_the_wrench_is_stamped_with_the_instant_its_content_describes() -> None:
+    """``delay``: the samples' content is that much older than their stamps (a robot node's
+    causal low-pass): the wrench's stamp says so; the wrench itself is the same."""
+    rng = np.random.default_rng(7)
+    team, T_s_p = ring_team(3, rng)
+    payload = _payload(T_s_p)
+    sim = simulate(team, payload, _motion(rng), np.arange(0, 0.2, 1 / RATE), external=PUSH)
+    samples, model = synchronized_sets(sim.exact)[5], _model(team, payload)
+    fresh = external_wrench(samples, model)
+    late = external_wrench(samples, model, delay=0.13)
+    assert late.stamp == fresh.stamp - 0.13
+    assert np.array_equal(late.wrench, fresh.wrench)
+    assert np.array_equal(late.covariance, fresh.covariance)

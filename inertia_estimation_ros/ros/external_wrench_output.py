@@ -86,6 +86,16 @@ PARAMETERS = [
         bounds=(1e-4, 1.0),
         read_only=False,
     ),
+    Param(
+        "external_wrench_delay",
+        "double",
+        0.0,
+        "how much older the robots' samples' content is than their stamps (the robot nodes' "
+        "low-pass group delay, the robots' sensing lag); the wrench is stamped that much "
+        "earlier, so that its consumers see its true age [s]",
+        bounds=(0.0, 1.0),
+        read_only=False,
+    ),
 ]
 
 
@@ -282,6 +292,7 @@ class ExternalWrenchOutput:
                 inputs.model,
                 inputs.noise,
                 params.external_wrench_max_spread,
+                params.external_wrench_delay,
             )
         except WrenchUnavailableError as error:
             self._count(str(error).split(":")[0])

@@ -73,13 +73,17 @@ def run_collaboration(
     control_period: float = 0.01,
     estimate: PayloadModel | None = None,
     wrench_delay: float = 0.0,
+    hidden_delay: float = 0.0,
     **admittance: object,
 ) -> CollaborationRun:
     """Run the closed loop for ``seconds``; the model is the true payload (plus
     ``theta_error`` in {s}, to see what a wrong model costs), or ``estimate`` (an estimator's
     theta and grasp frames: ``PayloadModel.from_estimate``), which then also places the
     robots' commands. ``wrench_delay`` [s]: each estimated human wrench reaches the
-    admittance that much later (with its stamp: a loaded computer, a slow network)."""
+    admittance that much later (with its stamp: a loaded computer, a slow network);
+    ``hidden_delay`` [s]: that much later too, but stamped as if it were fresh (the robot
+    nodes' causal low-pass, whose samples keep their own stamps, unless the coordinator's
+    ``external_wrench_delay`` declares it: then pass it as ``wrench_delay``)."""
     stepper = GroundTeamStepper(scenario)
     runner = stepper._runner  # the same physics and robots, driven by this loop
     m, d = runner.model, runner.data
@@ -138,8 +142,9 @@ def run_collaboration(
         T_w_s = site_pose_in_world(d, f"{ref_id}/grasp")
         supervisor.on_pose(now, T_w_s)
         in_transit.append((now, estimate.wrench))
-        while in_transit and in_transit[0][0] <= now - wrench_delay + 1e-9:
-            supervisor.on_wrench(*in_transit.popleft())
+        while in_transit and in_transit[0][0] <= now - wrench_delay - hidden_delay + 1e-9:
+            stamp, wrench = in_transit.popleft()
+            supervisor.on_wrench(stamp + hidden_delay, wrench)
         reference = supervisor.tick(now, control_period)
         team = grasp_commands(
             reference.T_w_s, reference.V_s, np.zeros(6), theta, model.T_s_i, has_torque, g_w

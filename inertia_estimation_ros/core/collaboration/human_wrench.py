@@ -193,16 +193,18 @@ def external_wrench(
     model: PayloadModel,
     noise: SensorNoise | None = None,
     max_spread: float = 0.05,
+    delay: float = 0.0,
 ) -> ExternalWrenchEstimate:
     """The external wrench on the payload from one simultaneous sample per robot (module
     docstring). ``max_spread``: largest stamp difference [s] among the samples (stamps on
-    the reference clock). Raises ``WrenchUnavailableError`` with the cause."""
+    the reference clock). ``delay`` [s]: how much older the samples' content is than their
+    stamps (``team_wrench``). Raises ``WrenchUnavailableError`` with the cause."""
     _check_model(model)
     absent = sorted(set(model.T_s_i) - set(samples))
     if absent:
         raise WrenchUnavailableError(f"no sample from {', '.join(absent)}")
     instant = TeamInstant.from_samples([samples[r] for r in model.T_s_i])
-    return team_wrench(instant, model, noise, max_spread)
+    return team_wrench(instant, model, noise, max_spread, delay)
 
 
 class TeamInstant(NamedTuple):
@@ -249,8 +251,17 @@ def team_wrench(
     model: PayloadModel,
     noise: SensorNoise | None = None,
     max_spread: float = 0.05,
+    delay: float = 0.0,
 ) -> ExternalWrenchEstimate:
-    """``external_wrench`` of an instant's arrays (robots beyond the model's are ignored)."""
+    """``external_wrench`` of an instant's arrays (robots beyond the model's are ignored).
+
+    The estimate is stamped with the instant it describes: the reference robot's sample
+    stamp minus ``delay``, the age of the samples' content at their stamps (robot nodes
+    stamp a causally low-passed sample with its own time: a 4th-order Butterworth at 5 Hz
+    delays slow motion by 83 ms, the simulated Omnids' effort-based wrench ~45 ms more). A
+    consumer then sees how old the wrench is (the admittance's passivity controller, a
+    comparison with a force plate); stamped with the samples' time it looks fresh, and a
+    delayed loop through a person's arm swings (docs/collaboration.md, 2026-11-27)."""
     _check_model(model)
     terms = _model_terms(model, noise or SensorNoise(), instant)
     if terms.order is not None:
@@ -264,7 +275,7 @@ def team_wrench(
     if terms.gravity is not None:
         covariance += _gravity_covariance(instant, terms)
     return ExternalWrenchEstimate(
-        float(instant.stamps[terms.reference]),
+        float(instant.stamps[terms.reference]) - delay,
         terms.Ad_c @ F_s_ext,
         0.5 * (covariance + covariance.T),
         terms.p_s_c,

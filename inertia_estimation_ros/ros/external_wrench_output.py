@@ -292,7 +292,7 @@ class ExternalWrenchOutput:
                 inputs.model,
                 inputs.noise,
                 params.external_wrench_max_spread,
-                params.external_wrench_delay,
+                getattr(params, "external_wrench_delay", 0.0),
             )
         except WrenchUnavailableError as error:
             self._count(str(error).split(":")[0])

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import estimate_aerial
-from .lazy import lazy_module
+from .lazy import defer_numpy_extras, lazy_module
 
 np = lazy_module("numpy")  # loads on first use: arguments are checked first
 
@@ -470,7 +470,8 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(json.dumps({"error": problem}) if args.json else f"error: {problem}")
         return 2
-    from ..bags import bag_topics  # numerics from here on
+    defer_numpy_extras()  # numerics from here on, without what only scipy's API layer touches
+    from ..bags import bag_topics
 
     try:
         if estimate_aerial.is_aerial_bag(bag_topics(bag_folder(args.bag))):

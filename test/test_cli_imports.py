@@ -5,8 +5,8 @@ loaded on those paths. Checked in a fresh interpreter through ``sys.modules`` (a
 ``bench/bench_cli.py`` measures the time. ``estimate`` on a bag loads neither the simulator,
 MuJoCo, cvxpy, matplotlib, scipy's heavy subpackages (signal, stats, optimize, spatial,
 linalg), numpy's submodules that only scipy's array-API layer touches, nor another command's
-module, nor rclpy, though the bag has a ground truth (issue 16: a user times the whole
-process)."""
+module, nor rclpy (though the bag has a ground truth) nor rosbags (issue 16: a user times
+the whole process)."""
 
 from __future__ import annotations
 
@@ -84,6 +84,8 @@ NOT_FOR_ESTIMATE = (
     "matplotlib",
     "pinocchio",
     "rclpy",  # not even for the recorded ground truth (ros.cdr decodes it)
+    "rosbags",  # an indexed mcap bag is read through bag_index (rosbags and its YAML: ~0.15 s)
+    "ruamel",
     # scipy's heavy subpackages (~1.5 s of CPU together): the estimate's filters, chi-square
     # quantile, finite differences and rotations come from core and scipy.special
     "scipy.signal",

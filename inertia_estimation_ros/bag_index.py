@@ -116,14 +116,14 @@ def indexed_summary(path: Path) -> Summary | None:
             info = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         info = info["rosbag2_bagfile_information"]
         files = info["relative_file_paths"]
-        plain = info.get("compression_mode", "") in ("", "none", None)
+        plain = str(info.get("compression_mode") or "").lower() in ("", "none")
         if info["version"] > 9 or info["storage_identifier"] != "mcap" or len(files) != 1:
             return None
         topics = [x["topic_metadata"] for x in info["topics_with_message_count"]]
         if not plain or any(t["serialization_format"] != "cdr" for t in topics):
             return None
         file_path = path / Path(files[0]).name
-        found = _mcap_summary(_tail(file_path))
+        found = _mcap_summary(*_head_and_summary(file_path))
     except (OSError, KeyError, TypeError, ValueError, AttributeError, struct.error, yaml.YAMLError):
         return None
     if found is None:
@@ -133,8 +133,8 @@ def indexed_summary(path: Path) -> Summary | None:
     return Summary(names, duration * 1e-9, (file_path, chunks, channels))
 
 
-def _tail(file_path: Path) -> tuple[bytes, bytes, int]:
-    """The file's first bytes (magic and header), its summary section and where it starts."""
+def _head_and_summary(file_path: Path) -> tuple[bytes, bytes]:
+    """An mcap file's first bytes (magic and header) and its summary section."""
     with file_path.open("rb") as handle:
         head = handle.read(64)
         handle.seek(-(len(FOOTER) + 20 + len(MCAP_MAGIC)), 2)
@@ -146,13 +146,12 @@ def _tail(file_path: Path) -> tuple[bytes, bytes, int]:
         if not 0 < start <= footer_start:
             raise ValueError("no summary section")
         handle.seek(start)
-        return head, handle.read(footer_start - start), start
+        return head, handle.read(footer_start - start)
 
 
-def _mcap_summary(found: tuple[bytes, bytes, int]) -> tuple[list, list, int] | None:
+def _mcap_summary(head: bytes, data: bytes) -> tuple[list, list, int] | None:
     """(chunk indexes, channels, duration [ns] as rosbags computes it) of an mcap file's
-    summary section; None without a ros2 header, statistics or chunk index."""
-    head, data, _ = found
+    first bytes and summary section; None without a ros2 header, statistics or chunk index."""
     if head[:8] != MCAP_MAGIC or head[8] != 0x01 or _string(head, 17)[0] != "ros2":
         return None
     schemas, channels, chunks, statistics = {}, [], [], None

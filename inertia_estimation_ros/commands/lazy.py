@@ -47,6 +47,6 @@ def defer_numpy_extras() -> None:
     there."""
     import numpy
 
-    for name in NUMPY_EXTRAS:
-        if name not in sys.modules:
+    for name in NUMPY_EXTRAS:  # those of this numpy (1.26 has no numpy.strings)
+        if name not in sys.modules and importlib.util.find_spec(name) is not None:
             setattr(numpy, name.rpartition(".")[2], lazy_module(name))

@@ -15,15 +15,13 @@ order, deserialized as rosbags objects, rclpy objects, or left raw.
 from __future__ import annotations
 
 import heapq
-import importlib
-import mmap
 import shutil
 import struct
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +40,19 @@ from rosbags.rosbag2.storage_mcap import McapReader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from .bag_index import (  # noqa: F401  (what reads a bag without rosbags, for bags' callers too)
+    MCAP_MAGIC,
+    MESSAGE_HEADER,
+    BagError,
+    Summary,
+    TopicRecords,
+    _summary,
+    bag_duration,
+    bag_topics,
+    rclpy_class,
+    read_topic_records,
+)
+
 PACKAGE = "inertia_estimation_ros"
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 BAG_VERSION = 9  # rosbag2 metadata version of Jazzy and Kilted
@@ -58,10 +69,6 @@ LATCHED_QOS = Qos(
     liveliness_lease_duration=_INFINITE,
     avoid_ros_namespace_conventions=False,
 )
-
-
-class BagError(ValueError):
-    """A bag cannot be written or read as asked; the message says why and what to do."""
 
 
 def message_directory() -> Path:
@@ -84,15 +91,6 @@ def typestore() -> Typestore:
         types.update(get_types_from_msg(path.read_text(), f"{PACKAGE}/msg/{path.stem}"))
     store.register(types)
     return store
-
-
-def rclpy_class(msgtype: str) -> type:
-    """The rclpy message class of ``pkg/msg/Type``."""
-    package, _, name = msgtype.split("/")
-    try:
-        return getattr(importlib.import_module(f"{package}.msg"), name)
-    except (ImportError, AttributeError):
-        raise BagError(f"no Python message class for {msgtype}: is its package built?") from None
 
 
 def rosbags_message(msg: Any, msgtype: str) -> Any:
@@ -246,33 +244,9 @@ def open_bag(path: str | Path) -> Iterator[Reader]:
         reader.close()
 
 
-@dataclass(frozen=True)
-class _Summary:
-    """What a bag's metadata says (``_summary``)."""
-
-    topics: dict[str, str]  # topic -> message type
-    duration: float  # [s] between the first and the last message
-    latched: frozenset[str]
-    # a bag of one mcap file with compressed chunks: the file, its chunk index and its
-    # connections (``read_topic_records``); None for any other
-    mcap: tuple[Path, list, list] | None = None
-
-
-def _summary(path: str | Path) -> _Summary:
-    """A bag's summary, read once per version of its files: opening a bag parses its
-    metadata.yaml and the mcap summary (tens of ms), and a command asks several times."""
-    path = Path(path)
-    files = ()
-    if path.is_dir():
-        stats = ((f.name, f.stat()) for f in sorted(path.iterdir()) if f.is_file())
-        files = tuple((name, st.st_mtime_ns, st.st_size) for name, st in stats)
-    return _read_summary(str(path), str(path.resolve()), files)
-
-
-@lru_cache(maxsize=16)
-def _read_summary(path: str, resolved: str, files: tuple) -> _Summary:
-    """``_summary`` of the bag at ``path`` (``resolved``) whose files are ``files`` (name,
-    modification time, size): the arguments are the cache's key."""
+def rosbags_summary(path: str | Path) -> Summary:
+    """A bag's summary through rosbags' reader (any bag ``bag_index`` does not read itself),
+    with its latched topics; BagError says what is wrong with a bag that does not open."""
     with open_bag(path) as reader:
         storages = getattr(reader.storage, "storages", [])
         mcap = None
@@ -280,27 +254,18 @@ def _read_summary(path: str, resolved: str, files: tuple) -> _Summary:
             if reader.storage.metadata.compression_mode != "message":
                 storage = storages[0]
                 mcap = (Path(storage.path), list(storage.chunks), list(storage.connections))
-        return _Summary(
+        return Summary(
             {c.topic: c.msgtype for c in reader.connections},
             reader.duration * 1e-9,
-            frozenset(c.topic for c in reader.connections if _latched(c)),
             mcap,
+            frozenset(c.topic for c in reader.connections if _latched(c)),
         )
-
-
-def bag_duration(path: str | Path) -> float:
-    """Seconds between a bag's first and last message."""
-    return _summary(path).duration
-
-
-def bag_topics(path: str | Path) -> dict[str, str]:
-    """topic -> message type of every connection in a bag."""
-    return dict(_summary(path).topics)
 
 
 def latched_topics(path: str | Path) -> set[str]:
     """Topics of a bag whose recorded publishers were all transient-local (replay them latched)."""
-    return set(_summary(path).latched)
+    latched = _summary(path).latched
+    return set(latched if latched is not None else rosbags_summary(path).latched)
 
 
 def _latched(connection: Any) -> bool:
@@ -342,109 +307,7 @@ def read_bag(
             yield BagMessage(connection.topic, connection.msgtype, stamp, message)
 
 
-@dataclass(frozen=True)
-class TopicRecords:
-    """Every message of one topic of a bag, as arrays: log times [ns] in log-time order and
-    the CDR bytes of message k at ``data[starts[k] : starts[k] + lengths[k]]``."""
-
-    msgtype: str
-    timestamps: np.ndarray  # (n,) int64
-    data: np.ndarray  # uint8
-    starts: np.ndarray  # (n,) int64
-    lengths: np.ndarray  # (n,) int64
-
-    def __len__(self) -> int:
-        return len(self.timestamps)
-
-    def message(self, k: int) -> bytes:
-        return self.data[self.starts[k] : self.starts[k] + self.lengths[k]].tobytes()
-
-    def rows(self) -> np.ndarray | None:
-        """(n, length) bytes of the messages when all have one length, else None."""
-        if not len(self) or np.any(self.lengths != self.lengths[0]):
-            return None
-        length = int(self.lengths[0])
-        return self.data.reshape(-1, length)[self.starts // length]
-
-
-MESSAGE_HEADER = 1 + 8 + 2 + 4 + 8 + 8  # an mcap message record's op, length and fields
-
-
-def read_topic_records(path: str | Path, topics: Iterable[str]) -> dict[str, TopicRecords] | None:
-    """The messages of ``topics`` of a bag of one indexed mcap file, found through its chunk
-    and message indexes and sliced out of whole chunks (no per-message Python); None for
-    any other bag (sqlite3, several files, no index, unknown compression): read it with
-    ``read_bag``. The same messages in the same order per topic as ``read_bag``."""
-    from rosbags.rosbag2.storage_mcap import DECOMPRESSORS
-
-    mcap = _summary(path).mcap  # the bag's chunk index, read once
-    if mcap is None:
-        return None
-    file_path, chunks, connections = mcap
-    wanted = {c.id: c for c in connections if c.topic in set(topics)}
-    if not chunks or any(c.compression not in DECOMPRESSORS for c in chunks):
-        return None
-    try:
-        with file_path.open("rb") as handle:  # mapped, not read: no copy of the whole file
-            file = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-        return _records(memoryview(file), chunks, wanted, DECOMPRESSORS)
-    except (IndexError, ValueError, struct.error):  # a damaged index: read_bag says so
-        return None
-
-
-def _records(
-    file: memoryview, chunks: list, wanted: dict, decompressors: dict
-) -> dict[str, TopicRecords] | None:
-    """``read_topic_records`` of an mcap file's bytes, its chunk index and connections (what
-    it returns holds copies: no view of ``file``)."""
-    types = {c.topic: c.msgtype for c in wanted.values()}
-    if len(types) != len({(c.topic, c.msgtype) for c in wanted.values()}):
-        return None  # a topic of two types
-    parts: dict[str, list] = {topic: [] for topic in types}
-    for chunk in chunks:
-        mine = {cid: o for cid, o in chunk.message_index_offsets.items() if cid in wanted}
-        if not mine:
-            continue
-        body = np.frombuffer(_chunk_records(file, chunk, decompressors), np.uint8)
-        for cid, offset in mine.items():
-            length = struct.unpack_from("<I", file, offset + 9 + 2)[0]
-            index = np.frombuffer(file, "<u8", length // 8, offset + 9 + 6).reshape(-1, 2)
-            index = index.astype(np.int64)  # (log time, record offset) per message
-            sizes = body[index[:, 1, None] + np.arange(1, 9)].view("<u8")[:, 0].astype(np.int64)
-            payloads = _payloads(body, index[:, 1] + MESSAGE_HEADER, sizes - (MESSAGE_HEADER - 9))
-            parts[wanted[cid].topic].append((index[:, 0], payloads, sizes - (MESSAGE_HEADER - 9)))
-    return {topic: _topic_records(types[topic], parts[topic]) for topic in types}
-
-
-def _payloads(body: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The bytes of the messages at ``starts`` of a chunk's records, one after the other."""
-    if np.all(lengths == lengths[0]):  # rows of a strided view: no index per byte
-        return np.lib.stride_tricks.sliding_window_view(body, int(lengths[0]))[starts].ravel()
-    return np.concatenate([body[a : a + n] for a, n in zip(starts, lengths, strict=True)])
-
-
-def _chunk_records(file: memoryview, chunk: Any, decompressors: dict) -> memoryview | bytes:
-    """The uncompressed records of a chunk (a view of ``file`` if it is not compressed)."""
-    start = chunk.chunk_start_offset + 9 + 40 + len(chunk.compression)
-    data = file[start : start + chunk.compressed_size]
-    return decompressors[chunk.compression](data, chunk.uncompressed_size)
-
-
-def _topic_records(msgtype: str, parts: list) -> TopicRecords:
-    """One topic's messages of every chunk, in log-time order (ties: file order)."""
-    if not parts:
-        empty = np.zeros(0, np.int64)
-        return TopicRecords(msgtype, empty, np.zeros(0, np.uint8), empty, empty)
-    times = np.concatenate([t for t, _, _ in parts])
-    lengths = np.concatenate([n for _, _, n in parts])
-    starts = np.cumsum(lengths) - lengths
-    order = np.argsort(times, kind="stable")
-    data = np.concatenate([p for _, p, _ in parts])
-    return TopicRecords(msgtype, times[order], data, starts[order], lengths[order])
-
-
 # ----- repair ----------------------------------------------------------------------------------
-MCAP_MAGIC = b"\x89MCAP0\r\n"
 _MCAP_FOOTER = b"\x02" + struct.pack("<QQQI", 20, 0, 0, 0) + MCAP_MAGIC
 
 

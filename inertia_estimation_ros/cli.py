@@ -8,6 +8,7 @@ not load the simulator's, the recorder's or the planner's modules).
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from importlib import import_module
 
@@ -39,10 +40,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """Run the command line ``argv``; None: this program's own (``sys.argv``), after which the
+    process ends: its objects are then frozen (``gc.freeze``) so that the interpreter's
+    shutdown does not collect them one by one (~0.1 s of CPU after ``estimate`` of a
+    310-s bag; nothing is left open by then, and a shutdown never promised more)."""
+    program = argv is None
+    argv = sys.argv[1:] if program else argv
     named = argv[0] if argv and argv[0] in COMMANDS else None
     args = build_parser(named).parse_args(argv)
-    return int(args.run(args) or 0)
+    code = int(args.run(args) or 0)
+    if program:
+        gc.freeze()
+    return code
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import estimate_aerial
-from .lazy import lazy_module
+from .lazy import defer_numpy_extras, lazy_module
 
 np = lazy_module("numpy")  # loads on first use: arguments are checked first
 
@@ -86,7 +86,7 @@ class BagRun:
 def bag_robots(path: Path) -> list[str]:
     """Robot ids with a ``/<id>/grasp_state`` or ``/<id>/grasp_state_array`` topic in the
     bag, sorted."""
-    from ..bags import bag_topics
+    from ..bag_index import bag_topics
 
     return sorted({m.group(1) for t in bag_topics(path) if (m := GRASP_TOPIC.match(t))})
 
@@ -132,7 +132,7 @@ def estimate_bag(
     each of those stamps (e.g. those of the live coordinator's estimates, to follow its
     schedule); the final solve from scratch does not depend on it (``test_schedule``).
     ``progress(seconds)`` gets the bag time done."""
-    from ..bags import bag_topics
+    from ..bag_index import bag_topics
     from ..core.team_pipeline import PipelineSettings, TeamPipeline
     from ..ros.conversions import to_payload_estimate
 
@@ -284,7 +284,7 @@ def push_window(pipeline: Any, entries: list) -> None:
 
 def recorded_estimates(path: Path) -> tuple[Any, list]:
     """The ground truth (first message) and the live estimates, when the bag has them."""
-    from ..bags import bag_topics, read_bag
+    from ..bag_index import bag_topics
 
     topics = bag_topics(path)
     wanted = [t for t in (TRUTH_TOPIC, LIVE_TOPIC) if t in topics]
@@ -292,6 +292,8 @@ def recorded_estimates(path: Path) -> tuple[Any, list]:
         return None, []
     found = _indexed_messages(path, wanted)
     if found is None:  # not one indexed mcap file: through rosbags' reader
+        from ..bags import read_bag
+
         found = {topic: [] for topic in wanted}
         for message in read_bag(path, wanted, deserialize="rclpy"):
             found[message.topic].append(message.message)
@@ -303,7 +305,7 @@ def _indexed_messages(path: Path, topics: list[str]) -> dict[str, list] | None:
     """The first truth and every live estimate of an indexed mcap bag, through its index
     (``bags.read_topic_records``: no second reader of the bag), decoded without rclpy
     (``ros.cdr``); None for any other bag."""
-    from ..bags import rclpy_class, read_topic_records
+    from ..bag_index import rclpy_class, read_topic_records
 
     records = read_topic_records(path, topics)
     if records is None:
@@ -428,7 +430,7 @@ def run_on_bag(args: argparse.Namespace) -> BagRun:
     """``estimate_bag`` with the command line's parameters and a progress bar."""
     from threadpoolctl import threadpool_limits
 
-    from ..bags import bag_duration
+    from ..bag_index import bag_duration
     from ..core import team_pipeline  # noqa: F401  (scipy's BLAS loaded before the limit below)
     from .progress import progress_bar
 
@@ -470,7 +472,8 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(json.dumps({"error": problem}) if args.json else f"error: {problem}")
         return 2
-    from ..bags import bag_topics  # numerics from here on
+    defer_numpy_extras()  # numerics from here on, without what only scipy's API layer touches
+    from ..bag_index import bag_topics
 
     try:
         if estimate_aerial.is_aerial_bag(bag_topics(bag_folder(args.bag))):

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..bags import rclpy_class, read_bag, read_topic_records
+from ..bag_index import rclpy_class, read_topic_records
 from ..core.samples import GraspBatch, GraspSample
 from .conversions import grasp_samples
 from .grasp_layout import (
@@ -137,6 +137,8 @@ def read_grasp_entries(path: str | Path, topics: Iterable[str]) -> list[GraspEnt
     log-time order (stable); GraspState decoded in bulk where its layout allows."""
     raw: dict[str, list[tuple[int, bytes]]] = {}
     types: dict[str, str] = {}
+    from ..bags import read_bag  # rosbags: any bag the index does not read
+
     for message in read_bag(path, topics, deserialize="raw"):
         raw.setdefault(message.topic, []).append((message.timestamp, message.message))
         types[message.topic] = message.msgtype

@@ -164,6 +164,13 @@ class _PhaseDetector:
 _LARGEST = np.finfo(float).max
 
 
+def _gram(R: np.ndarray) -> np.ndarray:
+    """R^T R of stacked 3x3 matrices (..., 3, 3), as ``np.einsum("...ji,...jl->...il")``
+    gives it (the same bits) but as three broadcast products: einsum's sum over a leading
+    axis costs ~0.1 ms for a cycle's 160 poses."""
+    return sum(R[..., j, :, None] * R[..., j, None, :] for j in range(3))
+
+
 def _runs(flags: np.ndarray) -> list[slice]:
     """The stretches of equal consecutive values of ``flags`` (Q,), oldest first."""
     edges = [0, *(np.flatnonzero(flags[1:] != flags[:-1]) + 1).tolist(), len(flags)]
@@ -348,7 +355,7 @@ class TeamEstimator:
             axis=1
         )
         with np.errstate(invalid="ignore"):
-            gram = np.abs(np.einsum("qkji,qkjl->qkil", R, R) - np.eye(3)).reshape(q, -1).max(axis=1)
+            gram = np.abs(_gram(R) - np.eye(3)).reshape(q, -1).max(axis=1)
             det = np.einsum("qki,qki->qk", R[:, :, 0], cross(R[:, :, 1], R[:, :, 2]))
             rotation = (gram < 1e-6) & (det >= 0).all(axis=1)
             spread = block.stamps.max(axis=1) - block.stamps.min(axis=1)

@@ -545,3 +545,27 @@ def test_exact_data_show_no_wrench_whatever_the_round_off(seed):
             s.moments.FF = s.moments.FF * (1 + np.finfo(float).eps * (ulps + ulps.T))
         judgement = judge_segments(perturbed, T_s_i, {}, settings)
         assert judgement.used.all(), (trial, judgement.step, judgement.external_force)
+
+
+def test_batch_means_of_wrenches_without_torque_sensing_are_the_wrenches_as_given():
+    """``SegmentStore.add_run``'s batch means (``wrench_blocks``) take the wrenches as given;
+    where robots sense no torque (their moments zero, of either sign, as the estimator's
+    signals leave them) the moments' product of the cleaned rows stands in for the rows'
+    own: the same sums, bit for bit, as the products of the rows as given."""
+    rng = np.random.default_rng(7)
+    ids, torque = ("a", "b", "c"), (True, False, False)
+    settings = EstimatorSettings(sample_rate_hz=100.0)
+    store = SegmentStore(ids, torque, settings)
+    expected = np.zeros((60 + 18, 60 + 18))
+    for k in range(6):  # runs of one group: one segment, the blocks of length 1 complete
+        t = 0.1 * k + np.arange(10) / 100.0
+        Y = body_regressor(*rng.normal(size=(2, 10, 6)), rng.normal(size=(10, 3)))
+        F = rng.normal(size=(10, 3, 6))
+        F[:, 1:, :3] = -0.0 * rng.normal(size=(10, 2, 3))  # zeros of either sign
+        store.add_run(t, "dynamic", Y, F, None, settings.sample_rate_hz)
+        rows = np.concatenate([Y.reshape(10, -1), F.reshape(10, -1)], axis=1)
+        expected += rows.T @ rows
+    (segment,) = store.segments
+    assert segment.blocks.lengths[0] == 1
+    assert np.array_equal(segment.blocks.S[0], expected)
+    assert segment.blocks.S[0].tobytes() == expected.tobytes()  # no zero of another sign

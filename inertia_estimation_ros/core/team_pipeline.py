@@ -250,6 +250,7 @@ class TeamPipeline:
         self.update_latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
         self._reported: Counter = Counter()
         self._frozen = False
+        self._plain_senders: tuple = ()  # the robots and frame ids ``push_runs`` last accepted
         self._start()
 
     def _start(self) -> None:
@@ -399,16 +400,26 @@ class TeamPipeline:
             return False
         if self.settings.estimate_clock_offsets:
             return False
+        senders = tuple((group.robots, group.frames) for group in groups)
+        if senders != self._plain_senders:
+            if not self._known_senders(groups):
+                return False
+            self._plain_senders = senders
+        for group in groups:
+            if not (group.batch.finite().all() and self._increasing(group)):
+                return False
+        for group in groups:
+            self._accept_runs(group)
+        return True
+
+    def _known_senders(self, groups: Sequence[Runs]) -> bool:
+        """Whether every robot of the groups is known, in one group only, with its frame id."""
         frame_of, seen = self.settings.frame_of, set()
         for group in groups:
             for rid, frame_id in zip(group.robots, group.frames, strict=True):
                 if rid not in self._recent or rid in seen or frame_id != frame_of(rid):
                     return False
                 seen.add(rid)
-            if not (group.batch.finite().all() and self._increasing(group)):
-                return False
-        for group in groups:
-            self._accept_runs(group)
         return True
 
     def _increasing(self, group: Runs) -> bool:

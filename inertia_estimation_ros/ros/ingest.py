@@ -18,7 +18,7 @@ from ..core.samples import GraspSample
 from ..core.team_pipeline import Runs, TeamPipeline
 from ..msg import GraspState, GraspStateArray
 from .conversions import grasp_sample, grasp_samples
-from .grasp_layout import LAYOUTS, RawLayout
+from .grasp_layout import LAYOUTS, STRINGS, RawLayout
 
 # The topics a robot's samples come on, relative to its namespace, and their messages.
 GRASP_TOPICS = {"grasp_state": GraspState, "grasp_state_array": GraspStateArray}
@@ -103,12 +103,39 @@ def push_message(
     push_converted(pipeline, convert(robot_id, msg), received)
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """The messages of one cycle whose robots' layouts share one shape (``RawLayout.shape``):
+    ``order`` their indices in the cycle, robot by robot; ``strings`` each one's robot's
+    string bytes (the rest of what ``RawLayout.has`` checks), as rows."""
+
+    layout: RawLayout  # the first robot's
+    order: tuple[int, ...]
+    strings: np.ndarray  # (M, string bytes) uint8
+
+
+@dataclass(frozen=True)
+class _Group:
+    """The shapes of one group (``RawReader.runs``: robots whose layouts share their flags)
+    and what its ``Runs`` keep from cycle to cycle."""
+
+    shapes: tuple[_Shape, ...]
+    robots: tuple[str, ...]
+    frames: tuple[str, ...]
+    order: tuple[int, ...]  # the group's messages, robot by robot
+    per_message: np.ndarray  # samples of each message in ``order``
+    bounds: np.ndarray  # each robot's rows: bounds[k]:bounds[k + 1]
+
+
 class RawReader:
     """Reads the messages of one worker cycle (``push_raw``), keeping each robot topic's
-    layout (``grasp_layout.RawLayout``) for the next cycles."""
+    layout (``grasp_layout.RawLayout``) and how the last cycle's messages were grouped: a
+    cycle with the same robots, topics and lengths in the same order is read with it, its
+    messages checked as one array per shape."""
 
     def __init__(self) -> None:
         self._layouts: dict[tuple[str, str], RawLayout | None] = {}
+        self._plan: tuple[tuple, list[_Group]] | None = None  # (key, groups) of the last cycle
 
     def runs(
         self, messages: Sequence[tuple[str, str, bytes, float]], clock: float = 0.0
@@ -121,49 +148,85 @@ class RawReader:
         (lengths, offsets) are read as rows of one byte array, and a group is converted by
         one ``grasp_samples`` call: the same samples bit for bit as ``convert_raw`` of each
         message."""
+        key = tuple((m[0], m[1], len(m[2])) for m in messages)
+        if self._plan is not None and self._plan[0] == key:
+            runs = self._read(self._plan[1], messages, clock)
+            if runs is not None:
+                return runs
+        groups = self._grouped(messages)
+        self._plan = None if groups is None else (key, groups)
+        return None if groups is None else self._read(groups, messages, clock)
+
+    def _grouped(self, messages: Sequence[tuple[str, str, bytes, float]]) -> list[_Group] | None:
+        """How a cycle's messages are read (``runs``), each robot's layout checked on every
+        one of its messages but for ``RawLayout.same``; None if a robot's have none, or not
+        all the same."""
         members: dict[str, list[int]] = {}
         for k, message in enumerate(messages):
             members.setdefault(message[0], []).append(k)
         shapes: dict[tuple, list[tuple[RawLayout, list[int]]]] = {}
         for robot, ks in members.items():
             layout = self._layout(robot, [messages[k] for k in ks])
-            if layout is None:
+            if layout is None or not _samples(layout):
                 return None
             shapes.setdefault(layout.shape, []).append((layout, ks))
-        groups: dict[tuple, list[tuple[list, SimpleNamespace, int]]] = {}
+        groups: dict[tuple, list[tuple[_Shape, list[tuple[RawLayout, list[int]]]]]] = {}
         for members_of_shape in shapes.values():
             first = members_of_shape[0][0]
-            order = [k for _, ks in members_of_shape for k in ks]
-            rows = np.frombuffer(b"".join(messages[k][2] for k in order), np.uint8)
-            rows = rows.reshape(len(order), first.length)
-            if not first.same(rows).all():
-                return None
-            read = first.read_rows(rows)
-            k = len(read.sec) // len(order)  # samples per message
-            if not k:
-                return None
-            key = (first.flags, first.grasp_state)
-            groups.setdefault(key, []).append((members_of_shape, read, k))
-        return [self._group_runs(parts, messages, clock) for parts in groups.values()]
+            strings = [
+                np.frombuffer(layout.strings, np.uint8)
+                for layout, ks in members_of_shape
+                for _ in ks
+            ]
+            order = tuple(k for _, ks in members_of_shape for k in ks)
+            shape = _Shape(first, order, np.stack(strings))
+            groups.setdefault((first.flags, first.grasp_state), []).append(
+                (shape, members_of_shape)
+            )
+        return [self._group(parts) for parts in groups.values()]
 
     @staticmethod
-    def _group_runs(
-        parts: list[tuple[list, SimpleNamespace, int]],
-        messages: Sequence[tuple[str, str, bytes, float]],
-        clock: float,
-    ) -> Runs:
-        """One group's ``Runs``: its shapes' values joined, converted at once."""
-        read = parts[0][1] if len(parts) == 1 else _joined([read for _, read, _ in parts])
-        members = [(layout, ks, k) for group, _, k in parts for layout, ks in group]
-        arrivals = np.array([messages[j][3] for _, ks, _ in members for j in ks]) + clock
-        per_message = [k for _, ks, k in members for _ in ks]
-        return Runs(
-            grasp_samples(read),
-            tuple(layout.robot_id for layout, _, _ in members),
-            tuple(layout.frame_id for layout, _, _ in members),
-            np.cumsum([0] + [k * len(ks) for _, ks, k in members]),
-            np.repeat(arrivals, per_message),
+    def _group(parts: list[tuple[_Shape, list[tuple[RawLayout, list[int]]]]]) -> _Group:
+        members = [member for _, shape_members in parts for member in shape_members]
+        per_robot = [len(ks) for _, ks in members]
+        return _Group(
+            tuple(shape for shape, _ in parts),
+            tuple(layout.robot_id for layout, _ in members),
+            tuple(layout.frame_id for layout, _ in members),
+            tuple(k for _, ks in members for k in ks),
+            np.repeat([_samples(layout) for layout, _ in members], per_robot),
+            np.cumsum([0] + [_samples(layout) * len(ks) for layout, ks in members]),
         )
+
+    @staticmethod
+    def _read(
+        groups: list[_Group], messages: Sequence[tuple[str, str, bytes, float]], clock: float
+    ) -> list[Runs] | None:
+        """The ``Runs`` of a cycle's messages grouped as ``groups`` (``_grouped``), or None
+        if a message's strings or other fixed bytes are not its layout's."""
+        runs = []
+        for group in groups:
+            reads = []
+            for shape in group.shapes:
+                first = shape.layout
+                raw = b"".join([messages[k][2] for k in shape.order])
+                rows = np.frombuffer(raw, np.uint8).reshape(len(shape.order), first.length)
+                strings = rows[:, STRINGS : STRINGS + shape.strings.shape[1]]
+                if not (first.same(rows).all() and (strings == shape.strings).all()):
+                    return None
+                reads.append(first.read_rows(rows))
+            read = reads[0] if len(reads) == 1 else _joined(reads)
+            arrivals = np.array([messages[k][3] for k in group.order]) + clock
+            runs.append(
+                Runs(
+                    grasp_samples(read),
+                    group.robots,
+                    group.frames,
+                    group.bounds,
+                    np.repeat(arrivals, group.per_message),
+                )
+            )
+        return runs
 
     def _layout(
         self, robot: str, messages: Sequence[tuple[str, str, bytes, float]]
@@ -178,6 +241,11 @@ class RawReader:
         if layout is None or any(m[1] != topic or not layout.has(m[2]) for m in messages):
             return None
         return layout
+
+
+def _samples(layout: RawLayout) -> int:
+    """Samples per message of a layout (its stamps' count)."""
+    return layout.fields[0][2]
 
 
 def _joined(reads: Sequence[SimpleNamespace]) -> SimpleNamespace:

@@ -86,8 +86,8 @@ class BlockSums:
         lengths, fills = self.lengths.tolist(), self.filled.tolist()
         for k in np.flatnonzero(~open_).tolist():
             length, filled = lengths[k], fills[k]
-            if length == 1 and product is not None:  # the partial block of length 1 is empty
-                self.S[k] += product
+            if length == 1:  # the partial block of length 1 is empty: the rows are the sums
+                self.S[k] += X.T @ X if product is None else product
                 self.blocks[k] += q
                 continue
             ends = np.arange(length - filled - 1, q, length)  # last rows of the blocks complete

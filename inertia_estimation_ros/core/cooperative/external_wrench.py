@@ -240,10 +240,10 @@ class SegmentStore:
                 cleaned = segment.moments.clean(F)
                 X = wrench_rows(Y, cleaned)
                 # the batch means take the wrenches as given: the same rows if cleaning
-                # changed nothing (finite, every robot sensing torque)
+                # changed nothing (finite, the moments of robots without torque sensing
+                # zero; a zero's sign changes no product's value, nor any sum in BlockSums)
                 if block_rate_hz is not None:
-                    same = all(self.has_torque) and np.isfinite(F).all()
-                    raw = X if same else wrench_rows(Y, F)
+                    raw = X if self._cleaned(F) else wrench_rows(Y, F)
             stop = k + _count_before(t[k:] - segment.start, self.settings.segment_seconds)
             rows = X[k:stop]
             S = rows.T @ rows  # ``WrenchMoments.add_rows``' product, shared with its cluster
@@ -264,6 +264,13 @@ class SegmentStore:
                 wrench_blocks(segment, block_rate_hz).add_rows(raw[k:stop], shared)
             segment.end = float(t[stop - 1])
             k = stop
+
+    def _cleaned(self, F: np.ndarray) -> bool:
+        """Whether robot wrenches (Q, N, 6) are as ``WrenchMoments.clean`` leaves them, but
+        for the signs of zeros."""
+        if not np.isfinite(F).all():
+            return False
+        return all(self.has_torque) or not F[:, ~np.array(self.has_torque), :3].any()
 
     def _segment_for(self, stamp: float, group: str) -> WrenchSegment:
         last = self.segments[-1] if self.segments and self._open else None

@@ -147,6 +147,18 @@ def print_overlaps(folder: Path, robots: tuple[str, ...], slow: float = 3.0) -> 
         )
 
 
+def print_tail(table: dict[str, np.ndarray], share: float = 0.02) -> None:
+    """In the slowest ``share`` of the chains (robot_1's GraspState -> every command): each
+    segment's mean there against its median over all chains [ms], the largest excess first."""
+    whole = table[next(name for name in table if name.endswith("every command published"))]
+    slow = whole >= np.nanpercentile(whole, 100 * (1 - share))
+    print(f"  the slowest {share:.0%} of the chains ({slow.sum()}): each segment's mean there")
+    excess = {name: np.nanmean(v[slow]) - np.nanmedian(v) for name, v in table.items()}
+    for name in sorted(excess, key=excess.get, reverse=True)[:8]:
+        mean = np.nanmean(table[name][slow])
+        print(f"    {name:66s} {mean:6.2f} (median {np.nanmedian(table[name]):5.2f})")
+
+
 def print_worker(folder: Path, skip: int = 300) -> None:
     """The durations of the coordinator's worker and courier operations and of its garbage
     collections while wrenches flowed (the first ``skip`` wrenches left out), and their share
@@ -181,5 +193,6 @@ def print_report(folder: Path, robots: tuple[str, ...]) -> None:
         p50, p90, p99 = np.nanpercentile(values, [50, 90, 99])
         top = np.nanmax(values)
         print(f"  {name:66s} p50 {p50:5.2f}  p90 {p90:5.2f}  p99 {p99:5.2f}  max {top:6.2f}")
+    print_tail(table)
     print_worker(folder)
     print_overlaps(folder, robots)

@@ -109,14 +109,14 @@ def receipts(folder: Path, robots: tuple[str, ...], skip: int = 300) -> np.ndarr
 
 
 def what_overlaps(folder: Path, intervals: np.ndarray) -> dict[str, np.ndarray]:
-    """Per kind of the coordinator's events (its worker's and courier's operations, garbage
-    collections, callbacks and publishes by topic), how long [ms] each of ``intervals`` (rows
-    (start, end) [ns]) overlapped one."""
+    """Per kind of the coordinator's events ("thread": its worker's and solver courier's
+    operations; garbage collections, callbacks and publishes by topic), how long [ms] each of
+    ``intervals`` (rows (start, end) [ns]) overlapped one."""
     overlaps = {}
     for (kind, name), events in _load(folder, "coordinator_node_root").items():
         spans = np.array([(start, end) for _, start, end in events], dtype=np.int64)
         spans = spans[(spans[:, 1] > intervals[:, 0].min()) & (spans[:, 0] < intervals[:, 1].max())]
-        label = {"w": "worker", "g": "collection", "s": "callback", "p": "publish"}[kind]
+        label = {"w": "thread", "g": "collection", "s": "callback", "p": "publish"}[kind]
         a, b = intervals[:, :1], intervals[:, 1:]
         overlap = np.minimum(spans[:, 1], b) - np.maximum(spans[:, 0], a)
         overlaps[f"{label} {name}"] = np.clip(overlap, 0, None).sum(axis=1) / 1e6

@@ -43,7 +43,9 @@ second of the collaborate phase. ``--rr``: every process at SCHED_RR; ``--rr-est
 SCHED_RR until the admittance starts, normal priority after. ``--trace``: every process of the
 loop also times its publishes and callbacks on the wall clock (``loop_trace/``), and the
 segments of each sample's way (delivery and wake-up, each node's work) are printed from the
-nodes' own times, without this process's.
+nodes' own times, without this process's; with what the slowest 2 % of the chains spent in
+each, the coordinator's worker operations and garbage collections, and which of them
+overlapped its slow receipts of the robots' samples.
 
 Run: .venv/bin/python bench/bench_collaboration.py [--aerial | --latency [--timer] [--replay
 [--rr | --rr-estimation] [--trace]] | --floor [--single] [--rr]] [--executor EXECUTABLE=KIND ...]

@@ -70,24 +70,47 @@ def _push(planner: PlannerNode, stamp: float) -> None:
 
 @pytest.mark.timeout(60)
 def test_each_wrench_publishes_the_reference_at_once_at_most_twice_the_rate(ros_context) -> None:
-    """A wrench publishes a reference in its own callback; a second one within half a control
-    period does not; a late one steps the reference by one period at most (no jump)."""
+    """A wrench publishes a reference in its own callback; so does a second one within half a
+    control period (bunched behind a late one), a third does not (twice the rate, two at
+    once); a late one steps the reference by one period at most (no jump)."""
     planner, published, steps = _planner(ros_context, on_wrench=True)
     try:
         _push(planner, _now(planner))
         assert len(published) == 1  # as serialized bytes (ros/serialized.py)
         assert deserialize_message(published[0], PoseStamped).header.frame_id == "robot_1/home"
         _push(planner, _now(planner))  # microseconds later: within half a period
-        assert len(published) == 1
+        assert len(published) == 2 and steps[1] < 0.5 / RATE
+        _push(planner, _now(planner))  # a third: no credit left
+        assert len(published) == 2
         _age(planner, 5.0 / RATE)  # the last reference is 5 periods old
         _push(planner, _now(planner))
-        assert len(published) == 2 and steps == [1.0 / RATE, 1.0 / RATE]
+        assert len(published) == 3 and steps[::2] == [1.0 / RATE, 1.0 / RATE]
         nan = ExternalWrench(wrench=to_wrench(np.r_[np.nan, 0, 0, 0, 0, 0]))
         nan.header.stamp = to_time(_now(planner))
         _age(planner, 5.0 / RATE)
         planner.admittance._on_wrench(nan)  # ignored and counted: no reference from it
-        assert len(published) == 2
+        assert len(published) == 3
         assert planner.admittance.supervisor.ignored["non-finite wrench"] == 1
+    finally:
+        planner.destroy_node()
+
+
+@pytest.mark.timeout(60)
+def test_wrenches_at_the_rate_with_jitter_each_publish_at_once(ros_context) -> None:
+    """Wrenches a period apart on average, each late by 0-0.6 periods (bunched behind a late
+    one: 0.1-1.6 periods apart): every one publishes its own reference; a burst of ten at
+    once publishes two."""
+    planner, published, _ = _planner(ros_context, on_wrench=True)
+    late = np.random.default_rng(3).uniform(0.0, 0.6, 51)  # [periods]
+    try:
+        for k in range(50):
+            _push(planner, _now(planner))
+            assert len(published) == k + 1
+            _age(planner, (1.0 + late[k + 1] - late[k]) / RATE)
+        _age(planner, 5.0 / RATE)
+        for _ in range(10):
+            _push(planner, _now(planner))
+        assert len(published) == 52
     finally:
         planner.destroy_node()
 

@@ -141,3 +141,26 @@ def test_diagnostics_show_the_disagreement_of_a_robot_50_ms_late(ros_context, la
             assert share <= 0.25
     finally:
         node.destroy_node()
+
+
+@pytest.mark.timeout(120)
+def test_the_checks_one_per_worker_cycle_give_the_status_of_all_at_once(ros_context) -> None:
+    """The worker checks one published instant per cycle (``check_pending(most=1)`` in
+    ``ExternalWrenchOutput.follow``): the same shares and verdict as checking them all when
+    the status is read."""
+    statuses = []
+    for one_per_cycle in (False, True):
+        node = _coordinator(ros_context, an.paper_team())
+        try:
+            _feed(node, late=0.05, moving=True)
+            checks = node.external_wrench.checks
+            pending = len(checks._pending)
+            assert pending >= 20  # 1.5 s of instants at CHECK_RATE, those in the window
+            while one_per_cycle and checks._pending:
+                checks.check_pending(most=1)
+                pending -= 1
+                assert len(checks._pending) == pending
+            statuses.append(checks.status())
+        finally:
+            node.destroy_node()
+    assert statuses[0] == statuses[1] and statuses[0].level == "WARN"

@@ -95,6 +95,93 @@ def segments(folder: Path, robots: tuple[str, ...], skip: int = 300) -> dict[str
     return {name: np.asarray(values[skip:]) for name, values in rows.items()}
 
 
+def receipts(folder: Path, robots: tuple[str, ...], skip: int = 300) -> np.ndarray:
+    """The coordinator's receipts of the robots' GraspStates while wrenches flowed (the first
+    ``skip`` wrenches left out): rows (published, its callback's start) [ns]."""
+    coordinator = _load(folder, "coordinator_node_root")
+    stamps = sorted(_first(coordinator["p", "/external_wrench"]))[skip:]
+    rows = []
+    for r in robots:
+        sent = _first(_load(folder, f"robot_node_{r}")["p", f"/{r}/grasp_state"])
+        received = _first(coordinator["s", f"/{r}/grasp_state"])
+        rows += [(sent[s], received[s]) for s in stamps if s in sent and s in received]
+    return np.array(rows, dtype=np.int64).reshape(-1, 2)
+
+
+def what_overlaps(folder: Path, intervals: np.ndarray) -> dict[str, np.ndarray]:
+    """Per kind of the coordinator's events ("thread": its worker's and solver courier's
+    operations; garbage collections, callbacks and publishes by topic), how long [ms] each of
+    ``intervals`` (rows (start, end) [ns]) overlapped one."""
+    overlaps = {}
+    for (kind, name), events in _load(folder, "coordinator_node_root").items():
+        spans = np.array([(start, end) for _, start, end in events], dtype=np.int64)
+        spans = spans[(spans[:, 1] > intervals[:, 0].min()) & (spans[:, 0] < intervals[:, 1].max())]
+        label = {"w": "thread", "g": "collection", "s": "callback", "p": "publish"}[kind]
+        a, b = intervals[:, :1], intervals[:, 1:]
+        overlap = np.minimum(spans[:, 1], b) - np.maximum(spans[:, 0], a)
+        overlaps[f"{label} {name}"] = np.clip(overlap, 0, None).sum(axis=1) / 1e6
+    return overlaps
+
+
+def print_overlaps(folder: Path, robots: tuple[str, ...], slow: float = 3.0) -> None:
+    """For the coordinator's receipts slower than ``slow`` ms and for all of them: how often
+    and how long each of the coordinator's own events overlapped the wait."""
+    rows = receipts(folder, robots)
+    if not len(rows):
+        return
+    delays = (rows[:, 1] - rows[:, 0]) / 1e6
+    late = delays > slow
+    print(
+        f"  the coordinator's receipts (GraspState published -> its callback): {len(rows)}, "
+        f"{late.sum()} over {slow:g} ms; what in the coordinator overlapped them:"
+    )
+    overlaps = what_overlaps(folder, rows)
+    ranked = sorted(overlaps.items(), key=lambda item: -item[1][late].sum())
+    for name, overlap in ranked[:12]:
+        if not overlap[late].any():
+            break
+        hit = overlap[late] > 0
+        print(
+            f"    {name:52s} late: {hit.mean():4.0%} of them, {overlap[late][hit].mean():5.2f} ms"
+            f" each;  all: {(overlap > 0).mean():4.0%}"
+        )
+
+
+def print_tail(table: dict[str, np.ndarray], share: float = 0.02) -> None:
+    """In the slowest ``share`` of the chains (robot_1's GraspState -> every command): each
+    segment's mean there against its median over all chains [ms], the largest excess first."""
+    whole = table[next(name for name in table if name.endswith("every command published"))]
+    slow = whole >= np.nanpercentile(whole, 100 * (1 - share))
+    print(f"  the slowest {share:.0%} of the chains ({slow.sum()}): each segment's mean there")
+    excess = {name: np.nanmean(v[slow]) - np.nanmedian(v) for name, v in table.items()}
+    for name in sorted(excess, key=excess.get, reverse=True)[:8]:
+        mean = np.nanmean(table[name][slow])
+        print(f"    {name:66s} {mean:6.2f} (median {np.nanmedian(table[name]):5.2f})")
+
+
+def print_worker(folder: Path, skip: int = 300) -> None:
+    """The durations of the coordinator's worker and courier operations and of its garbage
+    collections while wrenches flowed (the first ``skip`` wrenches left out), and their share
+    of the wall time."""
+    coordinator = _load(folder, "coordinator_node_root")
+    starts = sorted(start for _, start, _ in coordinator["p", "/external_wrench"])[skip:]
+    if len(starts) < 2:
+        return
+    first, last = starts[0], starts[-1]
+    print("  the coordinator's other threads and collections while wrenches flowed [ms]:")
+    for (kind, name), events in sorted(coordinator.items()):
+        spans = [(end - start) / 1e6 for _, start, end in events if first <= start <= last]
+        if kind not in "wg" or not spans:
+            continue
+        p50, p90, p99 = np.percentile(spans, [50, 90, 99])
+        share = sum(spans) / ((last - first) / 1e6)
+        name = f"collection {name}" if kind == "g" else name
+        print(
+            f"    {name:44s} {len(spans):5d} x  p50 {p50:6.2f}  p90 {p90:6.2f}  p99 {p99:7.2f}  "
+            f"max {max(spans):7.2f}  {share:5.1%} of the time"
+        )
+
+
 def print_report(folder: Path, robots: tuple[str, ...]) -> None:
     table = segments(folder, robots)
     if not table:
@@ -106,3 +193,6 @@ def print_report(folder: Path, robots: tuple[str, ...]) -> None:
         p50, p90, p99 = np.nanpercentile(values, [50, 90, 99])
         top = np.nanmax(values)
         print(f"  {name:66s} p50 {p50:5.2f}  p90 {p90:5.2f}  p99 {p99:5.2f}  max {top:6.2f}")
+    print_tail(table)
+    print_worker(folder)
+    print_overlaps(folder, robots)

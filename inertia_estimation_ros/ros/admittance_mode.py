@@ -8,8 +8,8 @@ reference robot's ``grasp_state``: {s} in its home frame, the world here) go in;
 reference of {s} goes out as ``~/reference/pose`` (PoseStamped in the reference robot's home
 frame) and ``~/reference/twist`` (TwistStamped, body twist of {s}) in the callback of each
 human wrench (``admittance_on_wrench``: no wait for a timer tick, at most twice
-``admittance_rate``), and at ``admittance_rate`` while no wrench arrives (or always, without
-``admittance_on_wrench``). ``~/admittance/start`` (or ``~/enable`` true) refuses
+``admittance_rate``, two at once), and at ``admittance_rate`` while no wrench arrives (or
+always, without ``admittance_on_wrench``). ``~/admittance/start`` (or ``~/enable`` true) refuses
 with the reason (e.g. the mass is not valid yet); ``~/admittance/stop`` (or ``~/enable``
 false), an estimate that goes invalid or stale (no ``payload_estimate`` for
 ``admittance_estimate_timeout``: the coordinator died) and a silent input stop the reference
@@ -59,6 +59,11 @@ from .serialized import (
     pose_values,
     stamp_bytes,
 )
+
+# References a wrench may send at once (credits, earned at twice admittance_rate): a wrench that
+# comes just after a late one (the coordinator's tail bunches them) sends its reference now
+# instead of waiting up to a control period for the timer; a burst after a stall sends two.
+WRENCH_BURST = 2.0
 
 PUBLISHES = [
     Topic(
@@ -276,6 +281,7 @@ class AdmittanceMode:
         self._estimate_arrival: float | None = None
         self._last_tick: float | None = None  # ROS time of the last reference
         self._last_wrench_tick: float | None = None  # ... of the last one a wrench sent
+        self._wrench_credits = WRENCH_BURST  # references wrenches may send, then
         self._timer = node.create_timer(self._period, self._on_timer, callback_group=group)
 
     def _locked(self, callback: Callable) -> Callable:
@@ -409,22 +415,17 @@ class AdmittanceMode:
             self._estimate_arrival = None
 
     def _tick(self, wrench: bool = False) -> None:
-        """Advance and publish the reference; from a ``wrench``, unless the last reference a
-        wrench sent is less than half a period old (ROS time; at most twice the rate: a
-        timer tick just before a late wrench does not hold that wrench's reference back for
-        a period). A step is the time since the last reference, at most a control period
-        (a late tick does not jump), and restarts the control timer. Nothing is stepped or
-        sent while ROS time stands still (a simulated /clock between its steps): a tick then
-        would advance the reference by time that has not passed."""
+        """Advance and publish the reference; from a ``wrench`` if it has a credit
+        (``_wrench_credit``: at most twice the rate, two at once; a timer tick just before a
+        late wrench does not hold that wrench's reference back for a period). A step is the
+        time since the last reference, at most a control period (a late tick does not jump),
+        and restarts the control timer. Nothing is stepped or sent while ROS time stands
+        still (a simulated /clock between its steps): a tick then would advance the
+        reference by time that has not passed."""
         now = self._now()
         last = self._last_tick
-        if now == last:
+        if now == last or (wrench and not self._wrench_credit(now)):
             return
-        if wrench:
-            last_wrench = self._last_wrench_tick
-            if last_wrench is not None and 0.0 <= now - last_wrench < 0.5 * self._period:
-                return
-            self._last_wrench_tick = now
         # the first reference, or ROS time jumped back (a restarted simulation or bag): a period
         dt = self._period if last is None or now < last else min(now - last, self._period)
         self._last_tick = now
@@ -437,6 +438,22 @@ class AdmittanceMode:
         # a period from now, after the work: the next wrench, due a period after this one
         # arrived, comes before the timer unless it is later than this tick took
         self._timer.reset()
+
+    def _wrench_credit(self, now: float) -> bool:
+        """Take a wrench's credit to send a reference at ``now`` (ROS time), if there is one:
+        credits come at twice ``admittance_rate``, at most ``WRENCH_BURST`` kept (ROS time going
+        back restores them). A wrench bunched behind a late one (arriving microseconds to
+        milliseconds after it) sends its reference at once; a third within half a period
+        waits for the timer, as does any beyond twice the rate."""
+        last = self._last_wrench_tick
+        if last is None or now < last:
+            credits = WRENCH_BURST
+        else:
+            credits = min(WRENCH_BURST, self._wrench_credits + 2.0 * (now - last) / self._period)
+        if credits < 1.0:
+            return False
+        self._wrench_credits, self._last_wrench_tick = credits - 1.0, now
+        return True
 
     def _publish(self, now: float, reference: Reference) -> None:
         """The reference as ``reference_messages`` gives it, published as serialized bytes

@@ -199,7 +199,10 @@ class ExternalWrenchOutput:
             self._counts[reason] += 1
 
     def follow(self, pipeline: TeamPipeline) -> None:
-        """The pipeline's latest estimate and clock offsets, for the next samples."""
+        """The pipeline's latest estimate and clock offsets, for the next samples; the oldest
+        published instant's consistency checks not run yet (``WrenchChecks.check_pending``:
+        one per cycle instead of a second's at once when /diagnostics reads them)."""
+        self.checks.check_pending(most=1)
         estimate, offsets, inputs = pipeline.last_estimate, pipeline.full.aligner.offsets, None
         if estimate is None:
             self._inputs = None

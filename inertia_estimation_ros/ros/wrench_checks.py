@@ -1,16 +1,17 @@
 """Honesty checks of the coordinator's external wrench (issue 14): whether its sigma holds.
 
 ``WrenchChecks`` keeps the wrenches ``ExternalWrenchOutput`` published over the last
-``WINDOW`` of sample time and, at most ``CHECK_RATE`` times per second of it (when the window
-is read, ``status``: on the worker's thread, not the executor's), asks whether the robots
-agree, within their stated noise, about the payload's acceleration
-(``team_motion_consistency``: late stamps, an off clock, noisier sensors) and about gravity in
-{s} (``team_gravity_consistency``: a tilted base, poses coarser than stated). The share of
-checked instants where they disagree goes to /diagnostics; sustained above ``WARN_SHARE``
-(each check has ``FALSE_ALARM`` false alarms on clean input) it WARNs with the robot that
-disagrees most and what to do. ``check_rest`` (the coordinator's ``~/check_rest``: nobody
-touches the payload and it rests) runs ``rest_check`` on the window's wrenches: an F/T bias,
-a model off by more than its sigma, or sensors noisier than stated.
+``WINDOW`` of sample time and, at most ``CHECK_RATE`` times per second of it (one instant per
+worker cycle, ``check_pending``, and those left when the window is read, ``status``: on the
+worker's thread, not the executor's), asks whether the robots agree, within their stated
+noise, about the payload's acceleration (``team_motion_consistency``: late stamps, an off
+clock, noisier sensors) and about gravity in {s} (``team_gravity_consistency``: a tilted
+base, poses coarser than stated). The share of checked instants where they disagree goes to
+/diagnostics; sustained above ``WARN_SHARE`` (each check has ``FALSE_ALARM`` false alarms
+on clean input) it WARNs with the robot that disagrees most and what to do. ``check_rest``
+(the coordinator's ``~/check_rest``: nobody touches the payload and it rests) runs
+``rest_check`` on the window's wrenches: an F/T bias, a model off by more than its sigma, or
+sensors noisier than stated.
 
 The acceleration check needs the robots' twist-derivative noise: the samples' own dV
 covariance where they carry one, else the parameters ``acceleration_noise_angular`` and
@@ -98,7 +99,7 @@ class WrenchChecks:
         self._wrenches: deque[ExternalWrenchEstimate] = deque()
         self._checks: dict[str, deque[_Check]] = {q: deque() for q in CAUSES}
         self._last_slot = -np.inf
-        # (stamp, instant, model, noise) of the instants to check (``_check_pending``)
+        # (stamp, instant, model, noise) of the instants to check (``check_pending``)
         self._pending: deque[tuple[float, TeamInstant, PayloadModel, SensorNoise]] = deque()
         self._restarts = 0  # clock restarts seen by ``add``
         self.rest: RestCheck | None = None
@@ -128,11 +129,15 @@ class WrenchChecks:
                 self._pending.append((float(instant.stamps.max()), instant, model, noise))
             self._prune(wrench.stamp - WINDOW)
 
-    def _check_pending(self) -> None:
-        """The consistency checks of the instants added since the last call."""
+    def check_pending(self, most: int | None = None) -> None:
+        """The consistency checks of the instants added and not checked yet: the oldest
+        ``most`` of them (all if None). The worker checks one per cycle
+        (``ExternalWrenchOutput.follow``; ~0.3-0.5 ms each), so that ``status`` does not run a
+        second's 20 at once (6-10 ms at load 11-17: the executor's callbacks waited for them,
+        docs/throughput.md)."""
         with self._lock:
-            pending, restarts = list(self._pending), self._restarts
-            self._pending.clear()
+            count = len(self._pending) if most is None else min(most, len(self._pending))
+            pending, restarts = [self._pending.popleft() for _ in range(count)], self._restarts
         done = [self._consistency(*args) for args in pending]
         with self._lock:
             if restarts != self._restarts:  # the clock restarted meanwhile: stale
@@ -207,8 +212,9 @@ class WrenchChecks:
         return "; ".join(parts) + f" ({result.reason})"
 
     def status(self) -> Status:
-        """The window's disagreement shares and the last rest check, for /diagnostics."""
-        self._check_pending()
+        """The window's disagreement shares and the last rest check, for /diagnostics (the
+        instants not checked yet checked first)."""
+        self.check_pending()
         with self._lock:
             checks = {q: list(c) for q, c in self._checks.items()}
             rest, rest_answer = self.rest, self.rest_answer

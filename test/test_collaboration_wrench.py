@@ -191,17 +191,25 @@ def test_refusals_name_the_cause() -> None:
         SensorNoise(force=-1.0)
 
 
-def test_the_stated_covariance_of_the_twist_derivative_noise_is_its_spread() -> None:
+@pytest.mark.parametrize(
+    ("moment_capable", "angular", "linear"),
+    [(True, 0.3, 0.2), (False, 0.3, 0.0), (False, 0.0, 0.24)],
+)
+def test_the_stated_covariance_of_the_twist_derivative_noise_is_its_spread(
+    moment_capable: bool, angular: float, linear: float
+) -> None:
     """Noise on the robots' twist derivatives alone (exact model, wrenches and twists): the
     spread of the wrench over 3000 draws is the stated covariance (whitened, its eigenvalues
-    within sampling error of 1). Before 2026-11-26 the payload motion's consensus in the
+    within sampling error of 1), for the linear noise (m a, and the moment of m a about the
+    CoM) and the angular one (the inertia's I dw, and m dw x c through the consensus) each
+    alone, and for force-only robots. Before 2026-11-26 the payload motion's consensus in the
     stated covariance mapped each robot with Ad(T_s_i) instead of Ad(T_i_s)."""
     rng = np.random.default_rng(9)
-    team, T_s_p = ring_team(3, rng, moment_capable=True)
+    team, T_s_p = ring_team(3, rng, moment_capable=moment_capable)
     payload = _payload(T_s_p)
     sim = simulate(team, payload, _motion(rng), np.arange(0, 0.5, 1 / RATE), external=PUSH)
     exact = synchronized_sets(sim.exact)[30]
-    levels = SensorNoise(angular_acceleration=0.3, linear_acceleration=0.2)
+    levels = SensorNoise(angular_acceleration=angular, linear_acceleration=linear)
     std = np.repeat([levels.angular_acceleration, levels.linear_acceleration], 3)
     model = _model(team, payload)
     stated = external_wrench(exact, model, levels).covariance
@@ -218,9 +226,15 @@ def test_the_stated_covariance_of_the_twist_derivative_noise_is_its_spread() -> 
             for _ in range(3000)
         ]
     )
-    whitening = np.linalg.inv(np.linalg.cholesky(stated))
+    # the stated covariance is singular along what the noise does not reach (a linear noise
+    # alone leaves the inertia's moment out): whitened within its range
+    values, vectors = np.linalg.eigh(stated)
+    reached = values > 1e-9 * values.max()
+    whitening = (vectors[:, reached] / np.sqrt(values[reached])).T
     spread = whitening @ np.cov(wrenches.T) @ whitening.T
     eigenvalues = np.linalg.eigvalsh(spread)
+    outside = vectors[:, ~reached].T @ (wrenches - wrenches.mean(axis=0)).T
+    assert np.abs(outside).max(initial=0.0) < 1e-9 * np.sqrt(values.max())
     print(f"whitened spread's eigenvalues {eigenvalues.round(3)}")
     assert 0.85 < eigenvalues.min() and eigenvalues.max() < 1.15
 
@@ -253,3 +267,21 @@ def test_the_wrench_is_stamped_with_the_instant_its_content_describes() -> None:
     assert late.stamp == fresh.stamp - 0.13
     assert np.array_equal(late.wrench, fresh.wrench)
     assert np.array_equal(late.covariance, fresh.covariance)
+
+
+def test_the_coordinators_output_states_the_declared_acceleration_noise() -> None:
+    """``ExternalWrenchOutput``'s sensor noise: the residual RMS shared among the robots, the
+    poses' quantization, and the declared ``acceleration_noise_*`` (the wrench checks'
+    parameters), 0 for a parameter holder without them."""
+    from types import SimpleNamespace
+
+    from inertia_estimation_ros.ros.external_wrench_output import ExternalWrenchOutput
+
+    estimate = SimpleNamespace(grasps=[0] * 4, residual_rms_moment=0.2, residual_rms_force=1.0)
+    params = SimpleNamespace(
+        pose_angle_resolution=1e-3, acceleration_noise_angular=0.5, acceleration_noise_linear=0.2
+    )
+    noise = ExternalWrenchOutput._noise(estimate, params)
+    assert noise == SensorNoise(0.1, 0.5, 0.5, 0.2, 1e-3 / np.sqrt(12.0))
+    bare = ExternalWrenchOutput._noise(estimate, SimpleNamespace())
+    assert bare == SensorNoise(0.1, 0.5)

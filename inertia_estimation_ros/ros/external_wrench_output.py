@@ -210,7 +210,7 @@ class ExternalWrenchOutput:
         inputs = self._inputs
         if inputs is None or inputs.estimate is not estimate:
             model = PayloadModel.from_estimate(estimate)
-            noise = self._noise(estimate, getattr(self.node.params, "pose_angle_resolution", 0.0))
+            noise = self._noise(estimate, self.node.params)
             self._inputs = _Inputs(estimate, model, noise, dict(offsets))
         elif inputs.offsets != offsets:
             self._inputs = inputs._replace(offsets=dict(offsets))
@@ -307,14 +307,18 @@ class ExternalWrenchOutput:
         return msg
 
     @staticmethod
-    def _noise(estimate: object, pose_angle_resolution: float = 0.0) -> SensorNoise:
+    def _noise(estimate: object, params: object) -> SensorNoise:
         """Per-robot noise from the net-wrench residual RMS (N robots add their noise); the
-        gravity direction's from the poses' quantization step (uniform: step / sqrt(12))."""
+        gravity direction's from the poses' quantization step (uniform: step / sqrt(12));
+        the twist derivative's the declared ``acceleration_noise_*`` (the robots' vibration
+        while the payload moves, which the residual of the estimate's data need not hold)."""
         share = 1.0 / np.sqrt(max(len(estimate.grasps), 1))
         return SensorNoise(
             moment=estimate.residual_rms_moment * share,
             force=estimate.residual_rms_force * share,
-            gravity_angle=pose_angle_resolution / np.sqrt(12.0),
+            angular_acceleration=getattr(params, "acceleration_noise_angular", 0.0),
+            linear_acceleration=getattr(params, "acceleration_noise_linear", 0.0),
+            gravity_angle=getattr(params, "pose_angle_resolution", 0.0) / np.sqrt(12.0),
         )
 
 

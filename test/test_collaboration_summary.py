@@ -1,7 +1,8 @@
 """What ``demo --collaborate`` says of the human-wrench estimate (issue 14,
 ``commands.collaboration_summary.force_error_figures``): the error against the truth at the
 stamp, the delay of the estimate's content and the error left at it, the stated
-covariance's chi-square per dof, the error with nobody touching."""
+covariance's chi-square per dof (over the span and its first seconds, the pull) and its
+1-sigma share, the error and chi-square with nobody touching."""
 
 from __future__ import annotations
 
@@ -33,7 +34,10 @@ def test_a_timely_estimate_within_its_noise() -> None:
     assert figures["force estimate delay [ms]"] == 0.0
     assert figures["force estimate RMS error [N]"] == pytest.approx(SIGMA * np.sqrt(3), rel=0.1)
     assert figures["force chi-square per dof"] == pytest.approx(1.0, rel=0.1)
+    assert figures["force chi-square per dof, pull"] == pytest.approx(1.0, rel=0.15)
+    assert figures["force within 1 sigma, pull"] == pytest.approx(0.68, abs=0.05)
     assert figures["RMS error, nobody touching [N]"] == pytest.approx(SIGMA * np.sqrt(3), rel=0.2)
+    assert figures["chi-square per dof, nobody touching"] == pytest.approx(1.0, rel=0.3)
 
 
 def test_a_late_estimate_shows_its_delay_and_fails_its_covariance() -> None:
@@ -45,3 +49,5 @@ def test_a_late_estimate_shows_its_delay_and_fails_its_covariance() -> None:
     assert figures["force estimate RMS error [N]"] == pytest.approx(late, rel=0.1)
     assert figures["RMS error at that delay [N]"] < 0.7
     assert figures["force chi-square per dof"] > 50.0
+    assert figures["force chi-square per dof, pull"] > 50.0
+    assert figures["force within 1 sigma, pull"] < 0.2

@@ -8,8 +8,10 @@ person's RMS force, and how well the coordinator's ``/external_wrench`` force (a
 like the truth's) saw it (``force_error_figures``): its RMS error against the truth at its
 stamp, the delay of its content (the robot nodes' causal low-pass and the robots' own
 lag: the truth that long before the stamp fits it best) and the RMS error left at that
-delay, the stated covariance's chi-square per degree of freedom (1 if it holds), and the
-RMS error while nobody touches the payload (the second before the person acts).
+delay, the stated covariance's chi-square per degree of freedom (1 if it holds) over the
+span, over its first ``PULL`` seconds (the person's pull: the payload accelerates) with the
+share of the force's components within their 1 sigma (0.68 if it holds), and the RMS error
+and chi-square per dof while nobody touches the payload (the second before the person acts).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def _force_and_covariance(msg: object) -> np.ndarray:
 MAX_DELAY = 0.3  # [s] the longest content delay looked for
 DELAY_STEP = 0.005  # [s]
 IDLE = 1.0  # [s] before the person acts: nobody touches the payload
+PULL = 3.5  # [s] from the person's first force: the pull (the demo's path: 3 s)
 
 
 def force_error_figures(
@@ -89,6 +92,7 @@ def force_error_figures(
     force (stamps t_h, (M, 3)) within ``span`` (module docstring); NaN without estimates."""
     start, end = span
     used = (t_e >= start) & (t_e <= end)
+    pull = used & (t_e < start + PULL)
     idle = (t_e >= start - IDLE) & (t_e < start)
     nan = float("nan")
     if not used.any():
@@ -100,18 +104,24 @@ def force_error_figures(
     def rms(error: np.ndarray) -> float:
         return float(np.sqrt(np.mean(np.sum(error**2, axis=1)))) if len(error) else nan
 
+    def chi2_per_dof(within: np.ndarray) -> float:
+        error = force_e[within] - truth(t_e[within])
+        whitened = np.linalg.solve(covariance_e[within], error[..., None])[..., 0]
+        return float(np.mean(np.einsum("ki,ki->k", error, whitened)) / 3) if len(error) else nan
+
     error = force_e[used] - truth(t_e[used])
     delays = np.arange(0.0, MAX_DELAY + DELAY_STEP / 2, DELAY_STEP)
     delayed = [rms(force_e[used] - truth(t_e[used] - d)) for d in delays]
-    chi2 = np.einsum(
-        "ki,ki->k", error, np.linalg.solve(covariance_e[used], error[..., None])[..., 0]
-    )
+    sigma = np.sqrt(np.diagonal(covariance_e[pull], axis1=1, axis2=2))
     values = (
         rms(error),
         float(delays[int(np.argmin(delayed))] * 1e3),
         float(min(delayed)),
-        float(np.mean(chi2) / 3),
+        chi2_per_dof(used),
+        chi2_per_dof(pull),
+        float(np.mean(np.abs(force_e[pull] - truth(t_e[pull])) <= sigma)),
         rms(force_e[idle]),
+        chi2_per_dof(idle),
     )
     return dict(zip(_ERROR_FIGURES, values, strict=True))
 
@@ -121,7 +131,10 @@ _ERROR_FIGURES = (
     "force estimate delay [ms]",
     "RMS error at that delay [N]",
     "force chi-square per dof",
+    "force chi-square per dof, pull",
+    "force within 1 sigma, pull",
     "RMS error, nobody touching [N]",
+    "chi-square per dof, nobody touching",
 )
 
 

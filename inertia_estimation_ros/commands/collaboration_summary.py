@@ -134,7 +134,7 @@ _ERROR_FIGURES = (
     "force chi-square per dof, pull",
     "force within 1 sigma, pull",
     "RMS error, nobody touching [N]",
-    "chi-square per dof, nobody touching",
+    "chi-square/dof, nobody touching",
 )
 
 

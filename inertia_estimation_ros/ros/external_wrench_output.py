@@ -20,8 +20,9 @@ estimate and the clock offsets (``follow``) when they change. Without a valid ma
 or while a robot lags by more than ``external_wrench_max_spread``, nothing is published and
 the cause is counted (``counts()``, in the coordinator's diagnostics values). The sensor
 noise is the samples' own covariance where they carry one, otherwise the estimate's
-net-wrench residual RMS shared among the robots (it holds every noise source at once), and
-the gravity direction's the poses' quantization (``pose_angle_resolution / sqrt(12)``).
+net-wrench residual RMS shared among the robots (it holds every noise source at once), the
+gravity direction's the poses' quantization (``pose_angle_resolution / sqrt(12)``) and the
+twist derivative's the declared ``acceleration_noise_angular`` / ``_linear``.
 ``checks`` (``ros.wrench_checks``) keeps the published wrenches for the coordinator's
 consistency diagnostics and ``~/check_rest``.
 """

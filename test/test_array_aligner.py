@@ -168,3 +168,27 @@ def test_the_array_aligner_forms_and_drops_the_sets_of_the_per_sample_one(seed):
     assert equal_sets(arrays.pop_ready(), reference.pop_ready())
     assert arrays.dropped == reference.dropped
     assert formed > 100 and sum(arrays.dropped.values()) > 10, (formed, arrays.dropped)
+
+
+def test_a_set_at_every_robots_own_stamp_is_formed_without_their_next_samples():
+    """Robots on one clock: the set at the newest stamp is formed as soon as every robot's
+    sample at that stamp is in (the coordinator's worker updates with it in the cycle its
+    last message woke), not when the next samples come; a robot whose samples only bracket
+    the stamp (another clock's jitter) holds it until its sample after the bracket."""
+    rng = np.random.default_rng(3)
+
+    def sample(rid: str, stamp: float) -> GraspSample:
+        return GraspSample(rid, stamp, exp6(rng.normal(size=6)), *rng.normal(size=(3, 6)))
+
+    aligner = StreamingAligner(ROBOTS, ROBOTS[0])
+    stamps = 0.01 * np.arange(5)
+    for rid in ROBOTS:
+        aligner.push_batch(GraspBatch.from_samples([sample(rid, t) for t in stamps]))
+    block = aligner.pop_block()
+    assert block.stamps[:, 0].tolist() == stamps.tolist()
+    for rid in ROBOTS:  # robot_3's sample comes 0.2 ms late: its bracket needs one more
+        aligner.push(sample(rid, 0.05 + (2e-4 if rid == "robot_3" else 0.0)))
+    assert len(aligner.pop_block()) == 0
+    aligner.push(sample("robot_3", 0.0601))
+    assert aligner.pop_block().stamps[:, 0].tolist() == [0.05]
+    assert not aligner.dropped

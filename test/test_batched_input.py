@@ -274,3 +274,34 @@ def test_cycles_alike_are_read_with_the_last_ones_grouping_and_a_changed_message
     assert all(list(one._transport[r]) == list(cycle._transport[r]) for r in ROBOTS)
     for a, b in zip(statistics(one), statistics(cycle), strict=True):
         assert np.array_equal(a, b)
+
+
+def test_robots_whose_names_differ_in_length_are_read_as_one_cycle():
+    """robot_1 and robot_10 name messages of the same length (CDR pads the strings) with
+    strings of different lengths: each length is its own shape of rows (it used to raise in
+    every cycle, so the node's worker kept none of 16 robots' samples at 100 Hz)."""
+    _, _, series = team_session(noise=True, offsets=False)
+    names = {"robot_1": "robot_1", "robot_2": "robot_2", "robot_3": "robot_10"}
+    ids = list(names.values())
+    raw = [
+        [
+            (name, "grasp_state", serialize_message(to_grasp_state(sample, *frames)))
+            for rid, name in names.items()
+            for sample in [dataclasses.replace(series[rid].sample(k), robot_id=name)]
+            for frames in [(f"{name}/grasp", f"{name}/home")]
+        ]
+        for k in range(100)
+    ]
+    assert len({len(data) for cycle in raw for _, _, data in cycle}) == 1
+    one, cycle = (TeamPipeline(ids, "robot_1", SETTINGS) for _ in range(2))
+    reader = RawReader()
+    for k, messages in enumerate(raw):
+        entries = [(*m, 0.01 * k) for m in messages]
+        for rid, topic, data, received in entries:
+            push_converted(one, convert_raw(rid, topic, data), received)
+        push_raw(cycle, entries, reader)
+        one.process()
+        cycle.process()
+    assert cycle.accepted == one.accepted == Counter(dict.fromkeys(ids, 100))
+    for a, b in zip(statistics(one), statistics(cycle), strict=True):
+        assert np.array_equal(a, b)

@@ -169,7 +169,8 @@ class RawReader:
             layout = self._layout(robot, [messages[k] for k in ks])
             if layout is None or not _samples(layout):
                 return None
-            shapes.setdefault(layout.shape, []).append((layout, ks))
+            # one shape per length of the strings too: ``_Shape.strings`` are rows of one array
+            shapes.setdefault((layout.shape, len(layout.strings)), []).append((layout, ks))
         groups: dict[tuple, list[tuple[_Shape, list[tuple[RawLayout, list[int]]]]]] = {}
         for members_of_shape in shapes.values():
             first = members_of_shape[0][0]

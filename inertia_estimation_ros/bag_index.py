@@ -297,18 +297,11 @@ def _topic_records(msgtype: str, parts: list) -> TopicRecords:
 
 
 def _decompressor(compression: str) -> Callable[[Any, int], Any] | None:
-    """(data, uncompressed size) -> uncompressed data for an mcap chunk compression (none, lz4
-    or zstd, what rosbags reads), None for another."""
+    """(data, uncompressed size) -> uncompressed data for an mcap chunk compression: none
+    here, lz4 or zstd by rosbags' decompressors (its dependencies; loaded only for such a
+    bag); None for another."""
     if compression == "":
         return lambda data, _: data
-    if compression == "lz4":
-        from lz4.frame import decompress
+    from rosbags.rosbag2.storage_mcap import DECOMPRESSORS
 
-        return lambda data, _: decompress(data)
-    if compression == "zstd":
-        try:
-            from compression import zstd  # Python 3.14
-        except ImportError:
-            from backports import zstd
-        return lambda data, _: zstd.decompress(data)
-    return None
+    return DECOMPRESSORS.get(compression)

@@ -1,7 +1,7 @@
 """What a bag of one indexed mcap file holds, read from its metadata.yaml (PyYAML's C loader)
 and the mcap summary section (its channels, schemas, statistics and chunk index), without
 ``rosbags``: the estimate of such a bag reads its grasp messages through the index
-(``bags.read_topic_records``) and so needs no rosbags at all (its import and reader's
+(``read_topic_records``) and so needs no rosbags at all (its import and reader's
 opening, with ruamel's YAML, cost ~0.1-0.2 s of CPU of a 3-s command).
 
 ``indexed_summary`` answers None for any other bag (sqlite3, several files, message
@@ -54,7 +54,7 @@ class Channel(NamedTuple):
 
 @dataclass(frozen=True)
 class Summary:
-    """What a bag's metadata says (``bags._summary``)."""
+    """What a bag's metadata says (``_summary``)."""
 
     topics: dict[str, str]  # topic -> message type
     duration: float  # [s] between the first and the last message

@@ -40,17 +40,14 @@ from rosbags.rosbag2.storage_mcap import McapReader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
-from .bag_index import (  # noqa: F401  (what reads a bag without rosbags, for bags' callers too)
+from .bag_index import (  # noqa: F401  (bag_duration, bag_topics, rclpy_class: bags' API too)
     MCAP_MAGIC,
-    MESSAGE_HEADER,
     BagError,
     Summary,
-    TopicRecords,
     _summary,
     bag_duration,
     bag_topics,
     rclpy_class,
-    read_topic_records,
 )
 
 PACKAGE = "inertia_estimation_ros"

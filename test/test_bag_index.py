@@ -55,7 +55,7 @@ def test_other_bags_go_through_the_reader(tmp_path):
     bag = write(tmp_path / "bag", storage="sqlite3")
     assert bag_index.indexed_summary(bag) is None
     assert bags.bag_topics(bag) == bags.rosbags_summary(bag).topics
-    assert bags.read_topic_records(bag, ["/a/estimate"]) is None
+    assert bag_index.read_topic_records(bag, ["/a/estimate"]) is None
     (tmp_path / "empty").mkdir()
     with pytest.raises(bags.BagError, match="no metadata.yaml"):
         bags.bag_topics(tmp_path / "empty")

@@ -1,5 +1,5 @@
 """``estimate`` reads a bag's ground truth and live estimates through the mcap index
-(``bags.read_topic_records``) and gets the messages rosbags' reader gives: the first truth,
+(``bag_index.read_topic_records``) and gets the messages rosbags' reader gives: the first truth,
 every live estimate in log-time order; other bags go through the reader."""
 
 from __future__ import annotations

@@ -303,7 +303,7 @@ def recorded_estimates(path: Path) -> tuple[Any, list]:
 
 def _indexed_messages(path: Path, topics: list[str]) -> dict[str, list] | None:
     """The first truth and every live estimate of an indexed mcap bag, through its index
-    (``bags.read_topic_records``: no second reader of the bag), decoded without rclpy
+    (``bag_index.read_topic_records``: no second reader of the bag), decoded without rclpy
     (``ros.cdr``); None for any other bag."""
     from ..bag_index import rclpy_class, read_topic_records
 

@@ -1,0 +1,83 @@
+"""The payload's vibration: how far the human wrench can trust the measured acceleration.
+
+The human wrench (``human_wrench.team_wrench``) subtracts the model's wrench at the payload's
+measured twist derivative dV_s. Where the robots vibrate (their impedance loops while the
+payload moves with a person, 2-10 Hz), the wrenches they measure do not follow their
+kinematics sample by sample: the simulated team's force error during the pull is ~2 m times
+the payload's acceleration above ~4 Hz, common to all robots (docs/collaboration.md,
+2026-11-27, s30d), while at rest that acceleration is ~0 and the error the F/T noise alone.
+One constant acceleration noise cannot state both (5x too wide at rest, or 5x too narrow in
+motion). ``VibrationMeter`` measures, per axis, the running mean square of dV_s's
+high-frequency part, so that the covariance can grow with the vibration and shrink back
+when it stops (``team_wrench(..., vibration=gain^2 * meter.mean_square)``).
+
+The high-pass is a 4th-order Butterworth (two biquad sections, bilinear transform with the
+cutoff prewarped; -24 dB per octave below it: the team's own motion, which the model
+follows, lies at 0.5-3 Hz) whose coefficients follow the instants' spacing dt (a wrench
+output skips instants while behind; one design per distinct dt, kept), the cutoff at most
+``NYQUIST_SHARE`` of the samples' Nyquist rate. The mean square is an exponential average
+over ``time_constant`` with weight 1 - exp(-dt / time_constant). A gap longer than
+``max_gap`` (or a stamp that goes back: a clock restart) restarts the high-pass from the new
+sample and keeps the mean square (a gap says nothing about calm).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SECTIONS_Q = (0.5411961001461970, 1.3065629648763766)  # 4th-order Butterworth's poles
+NYQUIST_SHARE = 0.8  # the cutoff at most this share of half the samples' rate
+
+
+class VibrationMeter:
+    """Running mean square (6,) of a twist derivative's part above ``cutoff`` [Hz] (module
+    docstring), averaged over ``time_constant`` [s]; units of dV squared: (rad/s^2)^2
+    (angular, first three) and (m/s^2)^2 (linear)."""
+
+    def __init__(self, cutoff: float, time_constant: float = 0.25, max_gap: float = 0.1) -> None:
+        if not (cutoff > 0 and time_constant > 0 and max_gap > 0):
+            raise ValueError(
+                f"cutoff {cutoff}, time_constant {time_constant} and max_gap {max_gap} must be > 0"
+            )
+        self.cutoff = cutoff
+        self.time_constant = time_constant
+        self.max_gap = max_gap
+        self.mean_square = np.zeros(6)
+        self._stamp = -np.inf
+        self._state = np.zeros((len(SECTIONS_Q), 2, 6))  # per section: z1, z2 (DF-II transposed)
+        self._offset = np.zeros(6)  # the input at the last restart, taken off every input
+        self._designs: dict[float, tuple[tuple[tuple[float, float, float], ...], float]] = {}
+
+    def add(self, stamp: float, dV: np.ndarray) -> None:
+        """The payload's twist derivative (6,) at ``stamp`` [s] (after the last one's)."""
+        if not np.isfinite(dV).all():
+            return
+        dt = stamp - self._stamp
+        self._stamp = stamp
+        if not 0 < dt <= self.max_gap:  # the first sample, a gap or a restart: at rest at dV
+            self._offset = np.array(dV, dtype=float)
+            self._state[:] = 0.0
+            return
+        sections, weight = self._design(dt)
+        x = dV - self._offset
+        for (b0, a1, a2), z in zip(sections, self._state, strict=True):
+            y = b0 * x + z[0]  # numerator b0 (1, -2, 1)
+            z[0] = -2.0 * b0 * x - a1 * y + z[1]
+            z[1] = b0 * x - a2 * y
+            x = y
+        self.mean_square += weight * (x * x - self.mean_square)
+
+    def _design(self, dt: float) -> tuple[tuple[tuple[float, float, float], ...], float]:
+        """(b0, a1, a2) per section and the average's weight for samples ``dt`` apart."""
+        key = round(dt, 6)
+        design = self._designs.get(key)
+        if design is None:
+            if len(self._designs) > 64:  # irregular spacing: keep a few
+                self._designs.clear()
+            K = np.tan(np.pi * min(self.cutoff * dt, 0.5 * NYQUIST_SHARE))
+            sections = []
+            for Q in SECTIONS_Q:
+                norm = 1.0 / (1.0 + K / Q + K * K)
+                sections.append((norm, 2.0 * (K * K - 1.0) * norm, (1.0 - K / Q + K * K) * norm))
+            design = self._designs[key] = (tuple(sections), -np.expm1(-dt / self.time_constant))
+        return design

@@ -320,6 +320,7 @@ class ExternalWrenchOutput:
             return None
         self._last_slot = slot
         team = self._history.at(instant)
+        vibration = self._vibration_variance(params)
         try:
             result = team_wrench(
                 team,
@@ -327,12 +328,13 @@ class ExternalWrenchOutput:
                 inputs.noise,
                 params.external_wrench_max_spread,
                 getattr(params, "external_wrench_delay", 0.0),
-                self._vibration_variance(params),
+                vibration,
             )
         except WrenchUnavailableError as error:
             self._count(str(error).split(":")[0])
             return None
-        self.vibration.add(instant, result.acceleration)
+        if vibration is not None:
+            self.vibration.add(instant, result.acceleration)
         msg = to_external_wrench(result, self.frame_of(self.reference_id))
         self.publisher.publish(msg)
         self._count("published")
@@ -341,7 +343,7 @@ class ExternalWrenchOutput:
 
     def _vibration_variance(self, params: object) -> np.ndarray | None:
         """gain^2 times the payload's vibration so far (``team_wrench``'s ``vibration``);
-        None with the gain 0. A new cutoff starts a new measurement."""
+        None with the gain 0 (nothing measured then). A new cutoff starts a new measurement."""
         cutoff = getattr(params, "acceleration_vibration_cutoff", 4.0)
         if cutoff != self.vibration.cutoff:
             self.vibration = VibrationMeter(cutoff, VIBRATION_TIME)

@@ -44,9 +44,10 @@ class VibrationMeter:
         self.max_gap = max_gap
         self.mean_square = np.zeros(6)
         self._stamp = -np.inf
-        self._state = np.zeros((len(SECTIONS_Q), 2, 6))  # per section: z1, z2 (DF-II transposed)
+        # the high-pass's state (two sections' z1, z2: DF-II transposed) and, last, the input
+        self._state = np.zeros((2 * len(SECTIONS_Q) + 1, 6))
         self._offset = np.zeros(6)  # the input at the last restart, taken off every input
-        self._designs: dict[float, tuple[tuple[tuple[float, float, float], ...], float]] = {}
+        self._designs: dict[float, tuple[np.ndarray, float]] = {}
 
     def add(self, stamp: float, dV: np.ndarray) -> None:
         """The payload's twist derivative (6,) at ``stamp`` [s] (after the last one's)."""
@@ -58,17 +59,16 @@ class VibrationMeter:
             self._offset = np.array(dV, dtype=float)
             self._state[:] = 0.0
             return
-        sections, weight = self._design(dt)
-        x = dV - self._offset
-        for (b0, a1, a2), z in zip(sections, self._state, strict=True):
-            y = b0 * x + z[0]  # numerator b0 (1, -2, 1)
-            z[0] = -2.0 * b0 * x - a1 * y + z[1]
-            z[1] = b0 * x - a2 * y
-            x = y
-        self.mean_square += weight * (x * x - self.mean_square)
+        step, weight = self._design(dt)
+        self._state[-1] = dV - self._offset
+        self._state[:] = step @ self._state  # the next state and, last row, the output
+        y = self._state[-1]
+        self.mean_square += weight * (y * y - self.mean_square)
 
-    def _design(self, dt: float) -> tuple[tuple[tuple[float, float, float], ...], float]:
-        """(b0, a1, a2) per section and the average's weight for samples ``dt`` apart."""
+    def _design(self, dt: float) -> tuple[np.ndarray, float]:
+        """(S, w) for samples ``dt`` apart: S (5 x 5) maps (state, input) to (next state,
+        output) of the two sections in cascade (one matrix product per sample), w the
+        average's weight."""
         key = round(dt, 6)
         design = self._designs.get(key)
         if design is None:
@@ -79,5 +79,19 @@ class VibrationMeter:
             for Q in SECTIONS_Q:
                 norm = 1.0 / (1.0 + K / Q + K * K)
                 sections.append((norm, 2.0 * (K * K - 1.0) * norm, (1.0 - K / Q + K * K) * norm))
-            design = self._designs[key] = (tuple(sections), -np.expm1(-dt / self.time_constant))
+            step = np.column_stack([_cascade(sections, e) for e in np.eye(len(self._state))])
+            design = self._designs[key] = (step, -np.expm1(-dt / self.time_constant))
         return design
+
+
+def _cascade(sections: list[tuple[float, float, float]], column: np.ndarray) -> np.ndarray:
+    """(next state, output) of biquad sections (b0, a1, a2; numerator b0 (1, -2, 1)) in
+    cascade from (state, input) ``column``."""
+    out, x = np.empty(len(column)), column[-1]
+    for k, (b0, a1, a2) in enumerate(sections):
+        z1, z2 = column[2 * k], column[2 * k + 1]
+        y = b0 * x + z1
+        out[2 * k], out[2 * k + 1] = -2.0 * b0 * x - a1 * y + z2, b0 * x - a2 * y
+        x = y
+    out[-1] = x
+    return out

@@ -3,7 +3,7 @@
 The human wrench (``human_wrench.team_wrench``) subtracts the model's wrench at the payload's
 measured twist derivative dV_s. Where the robots vibrate (their impedance loops while the
 payload moves with a person, 2-10 Hz), the wrenches they measure do not follow their
-kinematics sample by sample: the simulated team's force error during the pull is ~2 m times
+kinematics sample by sample: the simulated team's force error during the pull is ~2.5 m times
 the payload's acceleration above ~4 Hz, common to all robots (docs/collaboration.md,
 2026-11-27, s30d), while at rest that acceleration is ~0 and the error the F/T noise alone.
 One constant acceleration noise cannot state both (5x too wide at rest, or 5x too narrow in
@@ -14,7 +14,8 @@ when it stops (``team_wrench(..., vibration=gain^2 * meter.mean_square)``).
 The high-pass is a 4th-order Butterworth (two biquad sections, bilinear transform with the
 cutoff prewarped; -24 dB per octave below it: the team's own motion, which the model
 follows, lies at 0.5-3 Hz) whose coefficients follow the instants' spacing dt (a wrench
-output skips instants while behind; one design per distinct dt, kept), the cutoff at most
+output skips instants while behind; one design per 1 % of dt, kept: jittered stamps do not
+make one per sample), the cutoff at most
 ``NYQUIST_SHARE`` of the samples' Nyquist rate. The mean square is an exponential average
 over ``time_constant`` with weight 1 - exp(-dt / time_constant). A gap longer than
 ``max_gap`` (or a stamp that goes back: a clock restart) restarts the high-pass from the new
@@ -23,9 +24,11 @@ sample and keeps the mean square (a gap says nothing about calm).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-SECTIONS_Q = (0.5411961001461970, 1.3065629648763766)  # 4th-order Butterworth's poles
+SECTIONS_Q = (0.5411961001461970, 1.3065629648763766)  # a 4th-order Butterworth's pole pairs
 NYQUIST_SHARE = 0.8  # the cutoff at most this share of half the samples' rate
 
 
@@ -47,7 +50,7 @@ class VibrationMeter:
         # the high-pass's state (two sections' z1, z2: DF-II transposed) and, last, the input
         self._state = np.zeros((2 * len(SECTIONS_Q) + 1, 6))
         self._offset = np.zeros(6)  # the input at the last restart, taken off every input
-        self._designs: dict[float, tuple[np.ndarray, float]] = {}
+        self._designs: dict[int, tuple[np.ndarray, float]] = {}  # per 1 % of dt
 
     def add(self, stamp: float, dV: np.ndarray) -> None:
         """The payload's twist derivative (6,) at ``stamp`` [s] (after the last one's)."""
@@ -69,7 +72,7 @@ class VibrationMeter:
         """(S, w) for samples ``dt`` apart: S (5 x 5) maps (state, input) to (next state,
         output) of the two sections in cascade (one matrix product per sample), w the
         average's weight."""
-        key = round(dt, 6)
+        key = round(100.0 * math.log(dt))
         design = self._designs.get(key)
         if design is None:
             if len(self._designs) > 64:  # irregular spacing: keep a few

@@ -93,7 +93,12 @@ def time_output(team: an.Team, series: dict, model: PayloadModel, noise: SensorN
     """(CPU seconds per sample, per published wrench) of ExternalWrenchOutput.on_samples."""
     published = []
     publisher = SimpleNamespace(publish=published.append)
-    params = SimpleNamespace(external_wrench_rate=WRENCH_RATE, external_wrench_max_spread=0.05)
+    params = SimpleNamespace(
+        external_wrench_rate=WRENCH_RATE,
+        external_wrench_max_spread=0.05,
+        acceleration_vibration_gain=1.0,  # the node's defaults: the vibration measured
+        acceleration_vibration_cutoff=4.0,
+    )
     node = SimpleNamespace(create_publisher=lambda *args: publisher, params=params)
     output = ExternalWrenchOutput(node, lambda r: f"{r}/grasp", team.robot_ids, team.reference_id)
     output._inputs = SimpleNamespace(estimate=None, model=model, noise=noise, offsets={})

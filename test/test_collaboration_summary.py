@@ -38,6 +38,7 @@ def test_a_timely_estimate_within_its_noise() -> None:
     assert figures["force within 1 sigma, pull"] == pytest.approx(0.68, abs=0.05)
     assert figures["RMS error, nobody touching [N]"] == pytest.approx(SIGMA * np.sqrt(3), rel=0.2)
     assert figures["chi-square/dof, nobody touching"] == pytest.approx(1.0, rel=0.3)
+    assert figures["within 1 sigma, nobody touching"] == pytest.approx(0.68, abs=0.1)
 
 
 def test_a_late_estimate_shows_its_delay_and_fails_its_covariance() -> None:

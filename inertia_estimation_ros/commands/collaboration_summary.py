@@ -10,8 +10,9 @@ stamp, the delay of its content (the robot nodes' causal low-pass and the robots
 lag: the truth that long before the stamp fits it best) and the RMS error left at that
 delay, the stated covariance's chi-square per degree of freedom (1 if it holds) over the
 span, over its first ``PULL`` seconds (the person's pull: the payload accelerates) with the
-share of the force's components within their 1 sigma (0.68 if it holds), and the RMS error
-and chi-square per dof while nobody touches the payload (the second before the person acts).
+share of the force's components within their 1 sigma (0.68 if it holds), and the RMS error,
+chi-square per dof and 1-sigma share while nobody touches the payload (the second before the
+person acts).
 """
 
 from __future__ import annotations
@@ -109,19 +110,25 @@ def force_error_figures(
         whitened = np.linalg.solve(covariance_e[within], error[..., None])[..., 0]
         return float(np.mean(np.einsum("ki,ki->k", error, whitened)) / 3) if len(error) else nan
 
+    def within_sigma(within: np.ndarray) -> float:
+        sigma = np.sqrt(np.diagonal(covariance_e[within], axis1=1, axis2=2))
+        error = np.abs(force_e[within] - truth(t_e[within]))
+        return float(np.mean(error <= sigma)) if len(error) else nan
+
     error = force_e[used] - truth(t_e[used])
     delays = np.arange(0.0, MAX_DELAY + DELAY_STEP / 2, DELAY_STEP)
     delayed = [rms(force_e[used] - truth(t_e[used] - d)) for d in delays]
-    sigma = np.sqrt(np.diagonal(covariance_e[pull], axis1=1, axis2=2))
+
     values = (
         rms(error),
         float(delays[int(np.argmin(delayed))] * 1e3),
         float(min(delayed)),
         chi2_per_dof(used),
         chi2_per_dof(pull),
-        float(np.mean(np.abs(force_e[pull] - truth(t_e[pull])) <= sigma)),
+        within_sigma(pull),
         rms(force_e[idle]),
         chi2_per_dof(idle),
+        within_sigma(idle),
     )
     return dict(zip(_ERROR_FIGURES, values, strict=True))
 
@@ -135,6 +142,7 @@ _ERROR_FIGURES = (
     "force within 1 sigma, pull",
     "RMS error, nobody touching [N]",
     "chi-square/dof, nobody touching",
+    "within 1 sigma, nobody touching",
 )
 
 

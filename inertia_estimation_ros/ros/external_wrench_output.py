@@ -22,7 +22,13 @@ the cause is counted (``counts()``, in the coordinator's diagnostics values). Th
 noise is the samples' own covariance where they carry one, otherwise the estimate's
 net-wrench residual RMS shared among the robots (it holds every noise source at once), the
 gravity direction's the poses' quantization (``pose_angle_resolution / sqrt(12)``) and the
-twist derivative's the declared ``acceleration_noise_angular`` / ``_linear``.
+twist derivative's the declared ``acceleration_noise_angular`` / ``_linear`` (each robot's,
+the floor) plus the payload's vibration: ``acceleration_vibration_gain`` times the RMS of
+the payload's twist derivative above ``acceleration_vibration_cutoff`` over the last
+``VIBRATION_TIME`` (``core.collaboration.vibration``, measured on the wrenches' own
+instants), common to every robot. At rest it is ~0 and the sigma the sensors' alone; while
+the robots vibrate it grows, as the error does (their wrenches do not follow their
+kinematics there: docs/collaboration.md, 2026-11-27, s30d).
 ``checks`` (``ros.wrench_checks``) keeps the published wrenches for the coordinator's
 consistency diagnostics and ``~/check_rest``.
 """
@@ -45,6 +51,7 @@ from ..core.collaboration.human_wrench import (
     WrenchUnavailableError,
     team_wrench,
 )
+from ..core.collaboration.vibration import VibrationMeter
 from ..core.samples import GraspBatch, GraspSample
 from ..core.team_pipeline import TeamPipeline
 from ..msg import ExternalWrench
@@ -58,6 +65,7 @@ from .wrench_checks import WrenchChecks
 # Messages (GraspState or GraspStateArray) kept per robot, at least: the instant of a robot
 # that lags by up to this many of the others' messages can still be computed.
 HISTORY = 256
+VIBRATION_TIME = 0.25  # [s of sample time] the vibration's running mean square's time constant
 LAGS = "a robot lags (its newest sample is more than external_wrench_max_spread behind)"
 
 TOPICS = [
@@ -95,6 +103,27 @@ PARAMETERS = [
         "low-pass group delay, the robots' sensing lag); the wrench is stamped that much "
         "earlier, so that its consumers see its true age [s]",
         bounds=(0.0, 1.0),
+        read_only=False,
+    ),
+    Param(
+        "acceleration_vibration_gain",
+        "double",
+        1.0,
+        "the payload's twist derivative above acceleration_vibration_cutoff (its RMS over the "
+        "last 0.25 s, per axis) times this is an error common to every robot's, in the "
+        "external wrench's covariance (the robots' wrenches do not follow their vibration); "
+        "acceleration_noise_* stay each robot's floor; 0: off [1]",
+        bounds=(0.0, 100.0),
+        read_only=False,
+    ),
+    Param(
+        "acceleration_vibration_cutoff",
+        "double",
+        4.0,
+        "corner of the vibration's high-pass (4th-order Butterworth on the payload's twist "
+        "derivative at the wrenches' instants): the team's own motion below it is what the "
+        "model follows [Hz]",
+        bounds=(0.1, 500.0),
         read_only=False,
     ),
 ]
@@ -190,6 +219,7 @@ class ExternalWrenchOutput:
         self._inputs: _Inputs | None = None
         self._last_slot = -np.inf  # round(instant * rate) of the last instant computed
         self.checks = WrenchChecks(node.params)  # whether the wrench's sigma holds
+        self.vibration = VibrationMeter(4.0, VIBRATION_TIME)  # the payload's, at the instants
 
     def counts(self) -> dict[str, int]:
         with self._lock:
@@ -290,6 +320,7 @@ class ExternalWrenchOutput:
             return None
         self._last_slot = slot
         team = self._history.at(instant)
+        vibration = self._vibration_variance(params)
         try:
             result = team_wrench(
                 team,
@@ -297,22 +328,34 @@ class ExternalWrenchOutput:
                 inputs.noise,
                 params.external_wrench_max_spread,
                 getattr(params, "external_wrench_delay", 0.0),
+                vibration,
             )
         except WrenchUnavailableError as error:
             self._count(str(error).split(":")[0])
             return None
+        if vibration is not None:
+            self.vibration.add(instant, result.acceleration)
         msg = to_external_wrench(result, self.frame_of(self.reference_id))
         self.publisher.publish(msg)
         self._count("published")
         self.checks.add(team, result, inputs.model, inputs.noise)
         return msg
 
+    def _vibration_variance(self, params: object) -> np.ndarray | None:
+        """gain^2 times the payload's vibration so far (``team_wrench``'s ``vibration``);
+        None with the gain 0 (nothing measured then). A new cutoff starts a new measurement."""
+        cutoff = getattr(params, "acceleration_vibration_cutoff", 4.0)
+        if cutoff != self.vibration.cutoff:
+            self.vibration = VibrationMeter(cutoff, VIBRATION_TIME)
+        gain = getattr(params, "acceleration_vibration_gain", 0.0)
+        return gain * gain * self.vibration.mean_square if gain > 0 else None
+
     @staticmethod
     def _noise(estimate: object, params: object) -> SensorNoise:
         """Per-robot noise from the net-wrench residual RMS (N robots add their noise); the
         gravity direction's from the poses' quantization step (uniform: step / sqrt(12));
-        the twist derivative's the declared ``acceleration_noise_*`` (the robots' vibration
-        while the payload moves, which the residual of the estimate's data need not hold)."""
+        the twist derivative's the declared ``acceleration_noise_*`` (each robot's floor; the
+        payload's vibration is added per wrench, ``_vibration_variance``)."""
         share = 1.0 / np.sqrt(max(len(estimate.grasps), 1))
         return SensorNoise(
             moment=estimate.residual_rms_moment * share,

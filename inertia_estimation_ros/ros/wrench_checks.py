@@ -54,9 +54,10 @@ PARAMETERS = [
         "double",
         0.0,
         "std of each robot's angular twist derivative per axis [rad/s^2] (samples without a "
-        "dV covariance): in the external wrench's covariance (from the next estimate on) and "
-        "for the check that the robots agree about the payload's acceleration; 0 with 0 "
-        "linear: that check is off",
+        "dV covariance): in the external wrench's covariance (from the next estimate on; the "
+        "floor, the payload's vibration is added: acceleration_vibration_gain) and for the "
+        "check that the robots agree about the payload's acceleration; 0 with 0 linear: that "
+        "check is off",
         bounds=(0.0, 1e4),
         read_only=False,
     ),

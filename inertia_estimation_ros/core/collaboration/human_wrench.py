@@ -8,7 +8,7 @@ so F_ext = Y theta - sum_i Ad(T_i_s)^T F_i: what the estimated model says the pa
 The result is reported about the estimated CoM, axes of {s}, moment first (``core.spatial``):
 F_c = Ad(T_s_c)^T F_ext with T_s_c = (I, p_s_c), p_s_c = h / m.
 
-Covariance, first order, four independent sources:
+Covariance, first order, five independent sources:
 * the parameters: J_theta Cov(theta) J_theta^T, J_theta analytic (Y, and the CoM shift);
 * the grasp frames: J_g blkdiag(Cov(T_s_i)) J_g^T through the map of each robot's wrench
   to {s}; the cross-covariance of grasps and theta is not in the estimate and is neglected;
@@ -19,6 +19,10 @@ Covariance, first order, four independent sources:
   which holds every noise source at once);
 * the gravity direction each robot reads through its pose (``SensorNoise.gravity_angle``,
   e.g. a quantized pose): the model's weight through g_s (``_gravity_covariance``).
+* the payload's vibration (``team_wrench``'s ``vibration``): an error of dV_s common to
+  every robot, as large as the measured acceleration's part above a few Hz
+  (``vibration.VibrationMeter``), through Y; it grows while the robots vibrate and is
+  ~0 at rest, where the declared per-robot noise is the floor.
 
 Damaged input (``bench/bench_wrench_coverage.py``): where the damage is undeclared and
 beyond the sigma, three checks say so instead of a silent over-confident sigma:
@@ -55,7 +59,7 @@ import numpy as np
 from scipy.special import chdtri
 
 from .. import spatial as sp
-from ..cooperative.dynamics import regressor_noise_covariance
+from ..cooperative.dynamics import regressor_noise_covariance, regressor_noise_map
 from ..cooperative.estimate import TeamEstimate
 from ..cooperative.grasp_kinematics import consensus_map, noise_precision, stacked_adjoint
 from ..regressor import body_regressor
@@ -138,6 +142,8 @@ class ExternalWrenchEstimate:
     p_s_c: np.ndarray
     observable: np.ndarray
     unobservable_directions: np.ndarray  # (k, 6) orthonormal rows, about the CoM
+    # the payload's twist derivative dV_s the wrench used (the robots' consensus, about {s})
+    acceleration: np.ndarray | None = None
 
     @property
     def std(self) -> np.ndarray:
@@ -252,8 +258,15 @@ def team_wrench(
     noise: SensorNoise | None = None,
     max_spread: float = 0.05,
     delay: float = 0.0,
+    vibration: np.ndarray | None = None,
 ) -> ExternalWrenchEstimate:
     """``external_wrench`` of an instant's arrays (robots beyond the model's are ignored).
+
+    ``vibration`` (6,): the variance of an error of the payload's twist derivative common to
+    every robot (about {s}; (rad/s^2)^2 angular first, (m/s^2)^2 linear): the part of the
+    measured acceleration the robots' wrenches do not follow while they vibrate
+    (``vibration.VibrationMeter``); it enters the covariance through Y as the per-robot
+    noise does, without the consensus' averaging (it is the same in every robot's sample).
 
     The estimate is stamped with the instant it describes: the reference robot's sample
     stamp minus ``delay``, the age of the samples' content at their stamps (robot nodes
@@ -267,13 +280,15 @@ def team_wrench(
     if terms.order is not None:
         instant = _rows(instant, terms.order)
     _check_instant(instant, max_spread)
-    F_s_ext, Y, applied = _net_wrench(instant, model, terms)
+    F_s_ext, Y, applied, dV_s = _net_wrench(instant, model, terms)
     J_theta = terms.Ad_c @ Y
     J_theta[:3] += sp.skew(F_s_ext[3:]) @ terms.com_jacobian
     covariance = J_theta @ model.theta_covariance @ J_theta.T
     covariance += _grasp_covariance(applied, terms) + _sensor_covariance(instant, model, terms)
     if terms.gravity is not None:
         covariance += _gravity_covariance(instant, terms)
+    if vibration is not None:
+        covariance += (terms.motion_map * vibration) @ terms.motion_map.T
     return ExternalWrenchEstimate(
         float(instant.stamps[terms.reference]) - delay,
         terms.Ad_c @ F_s_ext,
@@ -281,6 +296,7 @@ def team_wrench(
         terms.p_s_c,
         terms.observable,
         terms.missing,
+        dV_s,
     )
 
 
@@ -307,6 +323,7 @@ class _Terms:
     noise_dV: np.ndarray  # (6, 6) its twist-derivative noise, likewise
     sensors: np.ndarray
     gravity: np.ndarray | None  # (6, 3) ``_gravity_map``, None without a gravity_angle
+    motion_map: np.ndarray  # (6, 6) Ad_c d(Y theta) / d dV_s: a common dV_s error's wrench
     p_s_c: np.ndarray
     observable: np.ndarray
     missing: np.ndarray
@@ -376,6 +393,7 @@ def _compute_terms(model: PayloadModel, noise: SensorNoise, instant: TeamInstant
         noise_dV,
         Ad_c @ sensors @ Ad_c.T,
         _gravity_map(model.theta, Ad_c, noise.gravity_angle),
+        _frozen(Ad_c @ regressor_noise_map(model.theta)),
         _frozen(model.p_s_c.copy()),
         _frozen(observable),
         _frozen(missing),
@@ -427,8 +445,8 @@ def _check_instant(instant: TeamInstant, max_spread: float) -> None:
 
 def _net_wrench(
     instant: TeamInstant, model: PayloadModel, terms: _Terms
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(F_ext about {s}, Y, each robot's wrench about {s} (N, 6)): F_ext = Y theta - sum_i
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(F_ext about {s}, Y, each robot's wrench about {s} (N, 6), dV_s): F_ext = Y theta - sum_i
     Ad(T_i_s)^T F_i, a robot's moment zero where it transmits none (as the estimator reads
     it), the payload motion the consensus of every robot's (``dynamics.payload_motion``),
     g_s the mean of R_s_i g_i over the robots that report it (``payload_gravity``)."""
@@ -441,7 +459,7 @@ def _net_wrench(
     R, g = (terms.R_s_i, instant.g) if has_g.all() else (terms.R_s_i[has_g], instant.g[has_g])
     g_s = np.einsum("nij,nj->i", R, g) / len(g)
     Y = _regressor(V_s, dV_s, g_s)
-    return Y @ model.theta - terms.maps_side @ F.ravel(), Y, applied
+    return Y @ model.theta - terms.maps_side @ F.ravel(), Y, applied, dV_s
 
 
 @lru_cache(maxsize=1)

@@ -306,8 +306,14 @@ def regressor_noise_power(dV_covariance: np.ndarray, W: np.ndarray) -> np.ndarra
 
 def regressor_noise_covariance(dV_covariance: np.ndarray, theta: np.ndarray) -> np.ndarray:
     """E[dY theta theta^T dY^T] (6x6): the net-wrench residual that noise on dV_s causes."""
-    B = np.einsum("jba,a->bj", body_regressor(np.zeros((6, 6)), np.eye(6)), theta)
+    B = regressor_noise_map(theta)
     return B @ dV_covariance @ B.T
+
+
+def regressor_noise_map(theta: np.ndarray) -> np.ndarray:
+    """B (6x6) with dY theta = B d(dV_s): the model wrench's change per error of the twist
+    derivative (Y is linear in dV)."""
+    return np.einsum("jba,a->bj", body_regressor(np.zeros((6, 6)), np.eye(6)), theta)
 
 
 def stack_wrenches(wrenches: Mapping[str, np.ndarray], robot_ids: Sequence[str]) -> np.ndarray:

@@ -228,6 +228,10 @@ class GraspFeed:
         if plain and len(robots) == len(topics) and not settings.estimate_clock_offsets:
             streams = read_plain_streams(path, robots, settings.frame_of)
         if streams is not None:
+            from ..core.cooperative.clock import row_matrix
+
+            for stream in streams.values():  # the aligner's rows of all, sliced at each flush
+                row_matrix(stream.batch)
             times = np.sort(np.concatenate([s.timestamps for s in streams.values()]))
             return cls(times, None, streams)
         entries = read_grasp_entries(path, topics)

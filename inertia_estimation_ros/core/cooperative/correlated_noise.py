@@ -80,7 +80,7 @@ class BlockSums:
                 self.add(X[0])
             return
         q, total = len(X), None
-        for k, (length, filled) in enumerate(zip(self._lengths, self.filled.tolist())):
+        for k, (length, filled) in enumerate(zip(self._lengths, self.filled.tolist(), strict=True)):
             if filled + q < length:  # no block completes: all rows into the open one
                 total = X.sum(axis=0) if total is None else total
                 self.partial[k] += total

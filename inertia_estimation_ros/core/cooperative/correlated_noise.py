@@ -56,7 +56,6 @@ class BlockSums:
 
     def __init__(self, dim: int, rate_hz: float, seconds: Iterable[float] = BLOCK_SECONDS) -> None:
         self.lengths = np.array(sorted({1} | {max(2, round(t * rate_hz)) for t in seconds}))
-        self._lengths = self.lengths.tolist()
         self.partial = np.zeros((len(self.lengths), dim))
         self.filled = np.zeros(len(self.lengths), dtype=int)
         self.S = np.zeros((len(self.lengths), dim, dim))
@@ -79,8 +78,8 @@ class BlockSums:
             if len(X):
                 self.add(X[0])
             return
-        q, total = len(X), None
-        for k, (length, filled) in enumerate(zip(self._lengths, self.filled.tolist(), strict=True)):
+        q, total, lengths = len(X), None, self.lengths.tolist()
+        for k, (length, filled) in enumerate(zip(lengths, self.filled.tolist(), strict=True)):
             if filled + q < length:  # no block completes: all rows into the open one
                 total = X.sum(axis=0) if total is None else total
                 self.partial[k] += total

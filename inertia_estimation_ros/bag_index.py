@@ -214,11 +214,15 @@ class TopicRecords:
         return self.data[self.starts[k] : self.starts[k] + self.lengths[k]].tobytes()
 
     def rows(self) -> np.ndarray | None:
-        """(n, length) bytes of the messages when all have one length, else None."""
+        """(n, length) bytes of the messages when all have one length, else None (a view of
+        ``data`` when they are stored in log-time order: not to be changed in place)."""
         if not len(self) or np.any(self.lengths != self.lengths[0]):
             return None
         length = int(self.lengths[0])
-        return self.data.reshape(-1, length)[self.starts // length]
+        order = self.starts // length
+        if order[0] == 0 and (order[1:] - order[:-1] == 1).all():
+            return self.data.reshape(-1, length)
+        return self.data.reshape(-1, length)[order]
 
 
 MESSAGE_HEADER = 1 + 8 + 2 + 4 + 8 + 8  # an mcap message record's op, length and fields

@@ -11,6 +11,7 @@ one nothing shows a history, so only the final solve runs.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import math
 import re
@@ -159,17 +160,22 @@ def estimate_bag(
         feed = GraspFeed.read(path, wanted, settings, plain=solve_at is None)
         times = feed.times
     pipeline = TeamPipeline(robots, reference, settings)
-    start, processed = 0, -np.inf
+    processed = -np.inf
     cadence = PROCESS_PERIOD if period is None else min(PROCESS_PERIOD, period)
-    while start < len(times):  # windows of UPDATE_PERIOD of log time, as the node's worker
-        stop = int(np.searchsorted(times, times[start] + int(UPDATE_PERIOD * 1e9)))
+    stamps = times.tolist()  # [ns]: the windows found and the times compared as Python numbers
+    first = stamps[0] * 1e-9 if stamps else 0.0
+    next_solve = first + period if period is not None and solve_at is None else np.inf
+    start = 0
+    for stop in window_stops(stamps, int(UPDATE_PERIOD * 1e9)):  # as the node's worker
         window, start = slice(start, stop), stop
-        t, first = times[stop - 1] * 1e-9, times[0] * 1e-9
-        if next_solve is None:
-            next_solve = first + period if period is not None and solve_at is None else np.inf
+        t = stamps[stop - 1] * 1e-9
+        due = solve_at is not None or t - processed >= cadence
+        if not due and feed.plain:  # nothing to push before the next alignment
+            feed.until = stamps[stop - 1]
+            continue
         with timed("ingestion"):
             feed.window(pipeline, window)
-            if solve_at is not None or t - processed >= cadence:
+            if due:
                 feed.flush(pipeline)
                 pipeline.process()  # the same blocks whatever the history's period above it
                 processed = t
@@ -190,6 +196,16 @@ def estimate_bag(
         final = to_payload_estimate(pipeline.estimate(full=True), settings.frame_of)
     history.append(final)
     return BagRun(robots, reference, final, history, pipeline, truth, live, cpu_seconds=cpu)
+
+
+def window_stops(stamps: list[int], width: int) -> list[int]:
+    """The end (exclusive index) of each window of ``stamps`` (increasing): a window holds
+    the stamps before its first one + ``width``."""
+    stops, start = [], 0
+    while start < len(stamps):
+        start = bisect.bisect_left(stamps, stamps[start] + width)
+        stops.append(start)
+    return stops
 
 
 @contextmanager
@@ -228,10 +244,18 @@ class GraspFeed:
         if plain and len(robots) == len(topics) and not settings.estimate_clock_offsets:
             streams = read_plain_streams(path, robots, settings.frame_of)
         if streams is not None:
+            from ..core.cooperative.clock import row_matrix
+
+            for stream in streams.values():  # the aligner's rows of all, sliced at each flush
+                row_matrix(stream.batch)
             times = np.sort(np.concatenate([s.timestamps for s in streams.values()]))
             return cls(times, None, streams)
         entries = read_grasp_entries(path, topics)
         return cls(np.array([e.timestamp for e in entries], dtype=np.int64), entries, None)
+
+    @property
+    def plain(self) -> bool:
+        return self.streams is not None
 
     def window(self, pipeline: Any, window: slice) -> None:
         """The messages of a window (indices into ``times``) into the pipeline or, plain,

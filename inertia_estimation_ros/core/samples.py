@@ -124,7 +124,7 @@ class GraspBatch(Sequence[GraspSample]):
     ``g_i`` is NaN where ``has_g`` is False (no gravity reported for that sample).
     """
 
-    __slots__ = ("robot_id", "_samples", "_finite", *BATCH_COLUMNS)
+    __slots__ = ("robot_id", "_samples", "_finite", "aligner_rows", *BATCH_COLUMNS)
 
     def __init__(self, robot_id: str, **columns: np.ndarray) -> None:
         self.robot_id = robot_id
@@ -132,6 +132,8 @@ class GraspBatch(Sequence[GraspSample]):
             setattr(self, name, columns[name])
         self._samples: dict[int, GraspSample] = {}
         self._finite: np.ndarray | None = None  # ``finite``, once known
+        # the columns as the aligner buffers them (``clock.row_matrix``), once made
+        self.aligner_rows: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.stamps)
@@ -177,6 +179,8 @@ class GraspBatch(Sequence[GraspSample]):
         out = GraspBatch(self.robot_id, **{n: getattr(self, n)[keep] for n in BATCH_COLUMNS})
         if self._finite is not None:
             out._finite = self._finite[keep]
+        if self.aligner_rows is not None:
+            out.aligner_rows = self.aligner_rows[keep]
         return out
 
     @classmethod

@@ -206,12 +206,14 @@ _LAYOUT = {
 _WIDTH = 41
 
 
-def _row_matrix(batch: GraspBatch) -> np.ndarray:
-    """(K, _WIDTH) rows of a batch's columns."""
-    k = len(batch)
-    return np.concatenate(
-        [getattr(batch, name).reshape(k, -1) for name in _LAYOUT], axis=1, dtype=float
-    )
+def row_matrix(batch: GraspBatch) -> np.ndarray:
+    """(K, _WIDTH) rows of a batch's columns, made once per batch (``aligner_rows``, passed
+    on to its ``rows``: a stream's rows made at once serve each of its slices)."""
+    if batch.aligner_rows is None:
+        k = len(batch)
+        columns = [getattr(batch, name).reshape(k, -1) for name in _LAYOUT]
+        batch.aligner_rows = np.concatenate(columns, axis=1, dtype=float)
+    return batch.aligner_rows
 
 
 _SIZES = {name: int(np.prod(shape, dtype=int)) for name, (_, shape) in _LAYOUT.items()}
@@ -244,7 +246,7 @@ class _Columns:
         return self.times[self.start : self.end]
 
     def append(self, batch: GraspBatch) -> None:
-        self.append_rows(_row_matrix(batch), batch.stamps)
+        self.append_rows(row_matrix(batch), batch.stamps)
 
     def append_rows(self, rows: np.ndarray, stamps: np.ndarray) -> None:
         """Rows of floats (``_LAYOUT``) and their stamps, after the newest."""
@@ -377,7 +379,7 @@ class StreamingAligner:
         inside = stamps[1:] > stamps[:-1]
         inside[bounds[1:-1] - 1] = True  # from one robot's samples to the next one's
         plain = bool(np.isfinite(stamps).all() and inside.all())
-        rows, times = _row_matrix(batch), stamps.tolist()
+        rows, times = row_matrix(batch), stamps.tolist()
         steps = (stamps[1:] - stamps[:-1]).tolist()
         for k, rid in enumerate(robots):
             buffer, start, stop = self._buffers.get(rid), edges[k], edges[k + 1]
@@ -500,7 +502,7 @@ class StreamingAligner:
             for q in np.flatnonzero(sets[:, k, 0] != target):  # between two samples
                 a, b = buffer.sample(index[q] - 1), buffer.sample(index[q])
                 between = interpolate_sample(a, b, target[q], t[q])
-                sets[q, k] = _row_matrix(GraspBatch.from_samples([between]))[0]
+                sets[q, k] = row_matrix(GraspBatch.from_samples([between]))[0]
         columns = _from_rows(sets)
         columns["stamps"] = np.repeat(t[:, None], n, axis=1)
         return SetBlock(self.robot_ids, **columns)

@@ -78,27 +78,30 @@ class BlockSums:
             if len(X):
                 self.add(X[0])
             return
-        q = len(X)
-        open_ = self.filled + q < self.lengths  # no block completes: all rows into the open one
-        if open_.any():
-            self.partial[open_] += X.sum(axis=0)
-            self.filled[open_] += q
-        lengths, fills = self.lengths.tolist(), self.filled.tolist()
-        for k in np.flatnonzero(~open_).tolist():
-            length, filled = lengths[k], fills[k]
-            if length == 1:  # the partial block of length 1 is empty: the rows are the sums
+        q, total, lengths = len(X), None, self.lengths.tolist()
+        for k, (length, filled) in enumerate(zip(lengths, self.filled.tolist(), strict=True)):
+            if filled + q < length:  # no block completes: all rows into the open one
+                total = X.sum(axis=0) if total is None else total
+                self.partial[k] += total
+                self.filled[k] = filled + q
+            elif length == 1:  # the partial block of length 1 is empty: the rows are the sums
                 self.S[k] += X.T @ X if product is None else product
                 self.blocks[k] += q
-                continue
-            ends = np.arange(length - filled - 1, q, length)  # last rows of the blocks complete
-            starts = ends - (length - 1)
-            starts[0] = 0
-            sums = np.add.reduceat(X[: ends[-1] + 1], starts, axis=0)
-            sums[0] += self.partial[k]
-            self.S[k] += sums.T @ sums
-            self.blocks[k] += len(ends)
-            self.partial[k] = X[ends[-1] + 1 :].sum(axis=0)
-            self.filled[k] = q - 1 - ends[-1]
+            else:
+                self._complete(k, X, length, filled)
+
+    def _complete(self, k: int, X: np.ndarray, length: int, filled: int) -> None:
+        """The blocks of length ``length`` (index ``k``) that rows X complete, after
+        ``filled`` rows of the open one: one sum per block (the open one's partial sum added
+        to the first), the rows after the last block the new open one."""
+        first = length - filled - 1  # the last row of the first block completed
+        end = first + (len(X) - 1 - first) // length * length + 1  # after the last block's
+        sums = np.add.reduceat(X[:end], [0, *range(first + 1, end, length)], axis=0)
+        sums[0] += self.partial[k]
+        self.S[k] += sums.T @ sums
+        self.blocks[k] += len(sums)
+        self.partial[k] = X[end:].sum(axis=0)
+        self.filled[k] = len(X) - end
 
     @classmethod
     def pooled(cls, accumulators: Iterable[BlockSums]) -> BlockSums:

@@ -1,9 +1,15 @@
 """coordinator_node under load: N = 3, 8, 16 robots publishing at 100, 500 and 1000 Hz.
 
-For each case the coordinator runs as its own process (as in a deployment); this process
+For each case the coordinator runs as its own process (as in a deployment); a team process
 streams noisy exact team data (``sim.analytic``: a ring team, 6-DoF motion) over DDS for
-DURATION seconds, every sample stamped with the wall-clock time of its instant, and reads the
-coordinator's /diagnostics. Each robot sends K samples per message (``GraspStateArray``; K = 1:
+DURATION seconds, every sample stamped with the wall-clock time of its instant; this process
+reads the coordinator's /diagnostics and estimates. The team's messages are serialized
+before the start and only their stamps are written into the bytes before each
+``publish()``, with its garbage collector's objects frozen: it publishes on time without
+sharing an interpreter with the listener (until 2026-11-27 one loop here restamped the
+message objects while the listener's executor ran: at 1 kHz, N = 16 it fell up to 1.2 s
+behind its schedule). A message published late keeps its scheduled stamp, so the latency
+counts the lateness. Each robot sends K samples per message (``GraspStateArray``; K = 1:
 one ``GraspState`` per sample); ``--batch auto`` (default) takes K = rate / 100 (messages at
 100 Hz), ``--batch 1`` the single-sample message at every rate. Printed per case:
 
@@ -21,7 +27,11 @@ one ``GraspState`` per sample); ``--batch auto`` (default) takes K = rate / 100 
   sample to its publication (a solve runs beside the updates; PayloadEstimate.age);
 * the solver process (the coordinator's child, started with the node): its start-up CPU
   (imports and warm-up before it takes jobs; not in the window), its share of the window's
-  CPU in cores (in the CPU columns too) and its CPU per published estimate.
+  CPU in cores (in the CPU columns too) and its CPU per published estimate;
+* what the sender added, over the window's messages: the team's lateness p99 (the wall time
+  just after a message's ``publish()`` minus its newest sample's stamp; part of the latency)
+  and the spread p99 of an instant's messages (its last robot's ``publish()`` minus its
+  first's: the coordinator forms a set once the last one is in).
 
 The window is steady state: the coordinator starts, its solver process gets ready, then the
 team streams ``--warmup`` seconds (the first solves from scratch; longer until the first

@@ -5,10 +5,13 @@ streams noisy exact team data (``sim.analytic``: a ring team, 6-DoF motion) over
 DURATION seconds, every sample stamped with the wall-clock time of its instant; this process
 reads the coordinator's /diagnostics and estimates. The team's messages are serialized
 before the start and only their stamps are written into the bytes before each
-``publish()``, with its garbage collector's objects frozen: it publishes on time without
-sharing an interpreter with the listener (until 2026-11-27 one loop here restamped the
-message objects while the listener's executor ran: at 1 kHz, N = 16 it fell up to 1.2 s
-behind its schedule). A message published late keeps its scheduled stamp, so the latency
+``publish()``, with its garbage collector's objects frozen, at real-time priority
+(``SCHED_FIFO``, where the system allows it; a line under the case says when not) as if
+each robot had its own CPU: it publishes on time without sharing an interpreter with the
+listener or waiting for the machine's other processes (until 2026-11-27 one loop here
+restamped the message objects while the listener's executor ran: at 1 kHz, N = 16 it fell
+up to 1.2 s behind its schedule; in a process of its own at normal priority, up to 1 s at a
+load of 10). A message published late keeps its scheduled stamp, so the latency
 counts the lateness. Each robot sends K samples per message (``GraspStateArray``; K = 1:
 one ``GraspState`` per sample); ``--batch auto`` (default) takes K = rate / 100 (messages at
 100 Hz), ``--batch 1`` the single-sample message at every rate. Printed per case:
@@ -79,6 +82,8 @@ from inertia_estimation_ros.ros.runtime import NodeGroup
 from inertia_estimation_ros.sim import analytic as an
 
 ROOT = Path(__file__).resolve().parents[1]
+SETTLE = 1.0  # s from the team's publishers seeing the coordinator's subscriptions to the start
+# (the subscriptions see the publishers later: without it, the first messages were lost)
 SPAWN = multiprocessing.get_context("spawn")  # the team's process: no copy of this one's state
 CASES = [(rate, n) for rate in (100.0, 500.0, 1000.0) for n in (3, 8, 16)]
 
@@ -160,13 +165,24 @@ def sender_lateness(scheduled: np.ndarray, sent: np.ndarray) -> tuple[float, flo
     return float(np.percentile(late, 99)), float(np.percentile(spread, 99))
 
 
+def real_time() -> str:
+    """Run this thread first-in-first-out above every ordinary one, as if on a CPU of its own
+    (a robot's); ``""`` if it does, else why not (then the machine's load delays it)."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except (AttributeError, OSError) as error:  # no such policy here, or no permission
+        return f"normal priority ({error})"
+    return ""
+
+
 def stream_team(
     conn: Connection, progress: ctypes.c_longlong, n: int, rate: float, duration: float, batch: int
 ) -> None:
     """The robot team's process: its messages serialized before the start, then published on
     schedule, each instant's stamps patched into their bytes just before (a message
-    published late keeps its stamp). Tells ``conn`` the robot ids and message count, then
-    whether the coordinator subscribed; takes the start instant (wall clock); counts the
+    published late keeps its stamp), at real-time priority if it may. Tells ``conn`` the robot
+    ids and message count, then whether the coordinator subscribed and ``real_time``'s answer;
+    takes the start instant (wall clock); counts the
     instants published in ``progress``; answers the wall time after each ``publish()`` (per
     instant and robot)."""
     context = Context()
@@ -182,10 +198,11 @@ def stream_team(
         offsets = [samples_offset(data) if batch > 1 else 0 for data in rounds[0]]
         del instants
         conn.send((ids, len(rounds)))
-        conn.send(wait(lambda: all(p.get_subscription_count() for p in publishers), 120))
+        matched = wait(lambda: all(p.get_subscription_count() for p in publishers), 120)
         sent = np.zeros((len(rounds), n))
         gc.collect()
         gc.freeze()  # nothing of the above is ever scanned again
+        conn.send((matched, real_time()))
         start = conn.recv()
         for k, messages in enumerate(rounds):
             stamp = start + ((k + 1) * batch - 1) / rate  # its newest sample's instant
@@ -313,11 +330,12 @@ def run_case(
         latest = warm + (count - warm) // 2  # the window starts by then
         process = start_coordinator(folder, ids, rate)
         assert wait(lambda: "estimate" in listener.values, 60), "the coordinator did not start"
-        assert conn.recv(), "the coordinator did not subscribe to the team"
+        matched, priority = conn.recv()
+        assert matched, "the coordinator did not subscribe to the team"
         wait(lambda: solver_pid(listener) is not None, 120)  # none with ``solver: thread``
         child = solver_pid(listener)
         startup = cpu_seconds(child)
-        start, window, first = time.time() + 0.05, None, 0
+        start, window, first = time.time() + SETTLE, None, 0
         conn.send(start)
         while not conn.poll(0.002):
             k = progress.value
@@ -332,6 +350,7 @@ def run_case(
             "startup_s": startup,
             "team_late_ms": 1e3 * late,
             "team_spread_ms": 1e3 * spread,
+            "team_priority": priority,
         }
     finally:
         conn.close()  # a team still waiting for its start ends
@@ -418,6 +437,8 @@ def main() -> None:
                 f"{r['team_spread_ms']:21.1f}",
                 flush=True,
             )
+            if r["team_priority"]:
+                print(f"  the team at {r['team_priority']}: its lateness includes the load")
     rclpy.shutdown(context=context)
 
 

@@ -82,8 +82,7 @@ from inertia_estimation_ros.ros.runtime import NodeGroup
 from inertia_estimation_ros.sim import analytic as an
 
 ROOT = Path(__file__).resolve().parents[1]
-SETTLE = 1.0  # s from the team's publishers seeing the coordinator's subscriptions to the start
-# (the subscriptions see the publishers later: without it, the first messages were lost)
+START_MARGIN = 0.5  # s from sending the team its start instant to that instant
 SPAWN = multiprocessing.get_context("spawn")  # the team's process: no copy of this one's state
 CASES = [(rate, n) for rate in (100.0, 500.0, 1000.0) for n in (3, 8, 16)]
 
@@ -184,7 +183,7 @@ def stream_team(
     ids and message count, then whether the coordinator subscribed and ``real_time``'s answer;
     takes the start instant (wall clock); counts the
     instants published in ``progress``; answers the wall time after each ``publish()`` (per
-    instant and robot)."""
+    instant and robot), then waits until ``conn`` ends."""
     context = Context()
     rclpy.init(context=context)
     node = Node("bench_team", context=context)
@@ -215,6 +214,8 @@ def stream_team(
                 sent[k, j] = time.time()
             progress.value = k + 1
         conn.send(sent)
+        with contextlib.suppress(EOFError):  # until the coordinator has taken every message:
+            conn.recv()  # a writer's end loses those still in its pool (the last instant's)
     finally:
         node.destroy_node()
         rclpy.shutdown(context=context)
@@ -335,7 +336,7 @@ def run_case(
         wait(lambda: solver_pid(listener) is not None, 120)  # none with ``solver: thread``
         child = solver_pid(listener)
         startup = cpu_seconds(child)
-        start, window, first = time.time() + SETTLE, None, 0
+        start, window, first = time.time() + START_MARGIN, None, 0
         conn.send(start)
         while not conn.poll(0.002):
             k = progress.value

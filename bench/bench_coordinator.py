@@ -165,8 +165,9 @@ def sender_lateness(scheduled: np.ndarray, sent: np.ndarray) -> tuple[float, flo
 
 
 def real_time() -> str:
-    """Run this thread first-in-first-out above every ordinary one, as if on a CPU of its own
-    (a robot's); ``""`` if it does, else why not (then the machine's load delays it)."""
+    """Run this thread (and the threads it starts) first-in-first-out above every ordinary
+    one, as if on a CPU of its own (a robot's); ``""`` if it does, else why not (then the
+    machine's load delays it)."""
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
     except (AttributeError, OSError) as error:  # no such policy here, or no permission
@@ -179,29 +180,31 @@ def stream_team(
 ) -> None:
     """The robot team's process: its messages serialized before the start, then published on
     schedule, each instant's stamps patched into their bytes just before (a message
-    published late keeps its stamp), at real-time priority if it may. Tells ``conn`` the robot
-    ids and message count, then whether the coordinator subscribed and ``real_time``'s answer;
-    takes the start instant (wall clock); counts the
-    instants published in ``progress``; answers the wall time after each ``publish()`` (per
-    instant and robot), then waits until ``conn`` ends."""
+    published late keeps its stamp), at real-time priority if it may. Tells ``conn`` the
+    robot ids and message count, then whether the coordinator subscribed and ``real_time``'s
+    answer; takes the start instant (wall clock); counts the instants published in
+    ``progress``; answers the wall time after each ``publish()`` (per instant and robot),
+    then waits until ``conn`` ends."""
+    ids, instants = team_messages(n, rate, duration, batch)
+    rounds = [[bytearray(serialize_message(m)) for _, m in instant] for instant in instants]
+    offsets = [samples_offset(data) if batch > 1 else 0 for data in rounds[0]]
+    del instants
+    conn.send((ids, len(rounds)))
+    sent = np.zeros((len(rounds), n))
+    gc.collect()
+    gc.freeze()  # nothing of the above is ever scanned again
+    priority = real_time()  # before DDS starts its threads: they inherit it, none of them
+    # then waits for a CPU while publish() waits for it
     context = Context()
     rclpy.init(context=context)
     node = Node("bench_team", context=context)
     try:
-        ids, instants = team_messages(n, rate, duration, batch)
         kind, topic = (
             (GraspState, "grasp_state") if batch == 1 else (GraspStateArray, "grasp_state_array")
         )
         publishers = [node.create_publisher(kind, f"/{r}/{topic}", SENSOR_QOS) for r in ids]
-        rounds = [[bytearray(serialize_message(m)) for _, m in instant] for instant in instants]
-        offsets = [samples_offset(data) if batch > 1 else 0 for data in rounds[0]]
-        del instants
-        conn.send((ids, len(rounds)))
         matched = wait(lambda: all(p.get_subscription_count() for p in publishers), 120)
-        sent = np.zeros((len(rounds), n))
-        gc.collect()
-        gc.freeze()  # nothing of the above is ever scanned again
-        conn.send((matched, real_time()))
+        conn.send((matched, priority))
         start = conn.recv()
         for k, messages in enumerate(rounds):
             stamp = start + ((k + 1) * batch - 1) / rate  # its newest sample's instant

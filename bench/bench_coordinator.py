@@ -8,7 +8,7 @@ before the start and only their stamps are written into the bytes before each
 ``publish()``, with its garbage collector's objects frozen, at real-time priority
 (``SCHED_FIFO``, where the system allows it; a line under the case says when not) as if
 each robot had its own CPU: it publishes on time without sharing an interpreter with the
-listener or waiting for the machine's other processes (until 2026-11-27 one loop here
+listener or, mostly, waiting for the machine's other processes (until 2026-11-27 one loop here
 restamped the message objects while the listener's executor ran: at 1 kHz, N = 16 it fell
 up to 1.2 s behind its schedule; in a process of its own at normal priority, up to 1 s at a
 load of 10). A message published late keeps its scheduled stamp, so the latency

@@ -46,3 +46,11 @@ def test_lateness_is_publication_minus_stamp_and_spread_is_per_instant():
     lateness = [0.001, 0.002, 0.001, 0.009, 0.02, 0.021]
     assert late == pytest.approx(np.percentile(lateness, 99))
     assert spread == pytest.approx(np.percentile([0.001, 0.008, 0.001], 99))
+
+
+def test_a_team_refused_real_time_priority_says_why(monkeypatch):
+    def refuse(*args):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(bench.os, "sched_setscheduler", refuse)
+    assert bench.real_time() == "normal priority ([Errno 1] Operation not permitted)"

@@ -1,5 +1,6 @@
 """bench_coordinator's robot team: the stamps it patches into serialized messages are those
-``to_time`` gives (every field else unchanged), and its lateness and spread figures."""
+``to_time`` gives (every field else unchanged), its lateness and spread figures, and what it
+says when it may not run at real-time priority."""
 
 from __future__ import annotations
 

@@ -401,13 +401,15 @@ class TeamEstimator:
         if movers:
             rows = slice(None) if movers == q else moving  # views when every set moves
             self._add_kinematic("twists", z[rows])
-            self._dtwists["dynamic"].add_rows(dz[rows], np.ones(movers))
+            moved = dz[rows]  # unit weights: the weighted rows are the rows
+            self._dtwists["dynamic"].add_rows(moved, np.ones(movers), moved)
             omega, alpha = V[rows, self._s, :3], dV[rows, self._s, :3]
             self._omega += omega.T @ omega
             self._alpha += alpha.T @ alpha
             self._counts["kinematics"] += movers
         if static.any():
-            self._dtwists["static"].add_rows(dz[static], np.ones(static.sum()))
+            still = dz[static]
+            self._dtwists["static"].add_rows(still, np.ones(len(still)), still)
         weights = self._add_kinematic("poses", y)
         if any(self._resolution):
             self._add_still(y, weights, static)
@@ -443,9 +445,10 @@ class TeamEstimator:
         """Twist or pose rows (Q, dim) into their moments (and, for the fit's source, the
         block sums); returns their robust weights."""
         weights = self._kinematic_weights(kind, X)
-        (self._twists if kind == "twists" else self._poses).add_rows(X, weights)
+        weighted = X * weights[:, None]  # the moments' and the block sums' rows
+        (self._twists if kind == "twists" else self._poses).add_rows(X, weights, weighted)
         if kind == self.settings.kinematics_source and self.settings.residual_correlation_lags:
-            self._kinematic_blocks.add_rows(weights[:, None] * X)
+            self._kinematic_blocks.add_rows(weighted)
         return weights
 
     def _add_still(self, y: np.ndarray, weights: np.ndarray, static: np.ndarray) -> None:

@@ -115,9 +115,10 @@ class BlockSums:
         return out
 
     def absorb(self, other: BlockSums) -> None:
-        """Pool another accumulator's completed blocks (its partial blocks are dropped)."""
-        self.S = self.S + other.S
-        self.blocks = self.blocks + other.blocks
+        """Pool another accumulator's completed blocks (its partial blocks are dropped), in
+        place (as every ``add``)."""
+        self.S += other.S
+        self.blocks += other.blocks
 
     def inflation(self, P: np.ndarray) -> float:
         """kappa of the residuals r_k = P x_k: the largest over the block lengths L with at

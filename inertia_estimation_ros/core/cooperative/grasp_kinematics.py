@@ -73,9 +73,12 @@ class StackedMoments:
         self.weight += weight
         self.samples += 1
 
-    def add_rows(self, X: np.ndarray, weights: np.ndarray) -> None:
-        """Accumulate stacked vectors X (Q, dim) with their weights (Q,): ``add`` per row."""
-        self.S += (X * weights[:, None]).T @ X
+    def add_rows(
+        self, X: np.ndarray, weights: np.ndarray, weighted: np.ndarray | None = None
+    ) -> None:
+        """Accumulate stacked vectors X (Q, dim) with their weights (Q,): ``add`` per row;
+        ``weighted``: X * weights[:, None] if the caller has it."""
+        self.S += (X * weights[:, None] if weighted is None else weighted).T @ X
         self.weight += float(weights.sum())
         self.samples += len(X)
 

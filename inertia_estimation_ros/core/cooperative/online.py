@@ -51,7 +51,6 @@ import numpy as np
 from ..regressor import body_regressor
 from ..samples import GraspSample, SetBlock
 from ..signals import CausalLowpass
-from ..spatial import cross
 from .correlated_noise import BlockSums, pooled_block_inflation
 from .diagnostics import covariance_from_information
 from .dynamics import (
@@ -162,6 +161,7 @@ class _PhaseDetector:
 
 
 _LARGEST = np.finfo(float).max
+_EYE3 = np.eye(3)
 
 
 def _gram(R: np.ndarray) -> np.ndarray:
@@ -169,6 +169,14 @@ def _gram(R: np.ndarray) -> np.ndarray:
     gives it (the same bits) but as three broadcast products: einsum's sum over a leading
     axis costs ~0.1 ms for a cycle's 160 poses."""
     return sum(R[..., j, :, None] * R[..., j, None, :] for j in range(3))
+
+
+def _determinants(R: np.ndarray) -> np.ndarray:
+    """det R of stacked 3x3 matrices (..., 3, 3) as one expansion along the first row,
+    without ``np.linalg.det``'s or a stacked cross product's per-call cost; its sign is
+    exact wherever R^T R is near I (|det R| near 1), where the rotation check reads it."""
+    a, b, c, d, e, f, g, h, i = (R[..., k, j] for k in range(3) for j in range(3))
+    return a * (e * i - f * h) + b * (f * g - d * i) + c * (d * h - e * g)
 
 
 def _runs(flags: np.ndarray) -> list[slice]:
@@ -355,9 +363,10 @@ class TeamEstimator:
             axis=1
         )
         with np.errstate(invalid="ignore"):
-            gram = np.abs(_gram(R) - np.eye(3)).reshape(q, -1).max(axis=1)
-            det = np.einsum("qki,qki->qk", R[:, :, 0], cross(R[:, :, 1], R[:, :, 2]))
-            rotation = (gram < 1e-6) & (det >= 0).all(axis=1)
+            gram = _gram(R)
+            gram -= _EYE3
+            gram = np.abs(gram, out=gram).reshape(q, -1).max(axis=1)
+            rotation = (gram < 1e-6) & (_determinants(R) >= 0).all(axis=1)
             spread = block.stamps.max(axis=1) - block.stamps.min(axis=1)
             ok = finite & rotation & (spread <= self.settings.sync_tolerance)
         flags = np.concatenate([block.has_g, block.has_force, block.has_torque], axis=1)
@@ -392,13 +401,15 @@ class TeamEstimator:
         if movers:
             rows = slice(None) if movers == q else moving  # views when every set moves
             self._add_kinematic("twists", z[rows])
-            self._dtwists["dynamic"].add_rows(dz[rows], np.ones(movers))
+            moved = dz[rows]  # unit weights: the weighted rows are the rows
+            self._dtwists["dynamic"].add_rows(moved, np.ones(movers), moved)
             omega, alpha = V[rows, self._s, :3], dV[rows, self._s, :3]
             self._omega += omega.T @ omega
             self._alpha += alpha.T @ alpha
             self._counts["kinematics"] += movers
         if static.any():
-            self._dtwists["static"].add_rows(dz[static], np.ones(static.sum()))
+            still = dz[static]
+            self._dtwists["static"].add_rows(still, np.ones(len(still)), still)
         weights = self._add_kinematic("poses", y)
         if any(self._resolution):
             self._add_still(y, weights, static)
@@ -434,9 +445,10 @@ class TeamEstimator:
         """Twist or pose rows (Q, dim) into their moments (and, for the fit's source, the
         block sums); returns their robust weights."""
         weights = self._kinematic_weights(kind, X)
-        (self._twists if kind == "twists" else self._poses).add_rows(X, weights)
+        weighted = X * weights[:, None]  # the moments' and the block sums' rows
+        (self._twists if kind == "twists" else self._poses).add_rows(X, weights, weighted)
         if kind == self.settings.kinematics_source and self.settings.residual_correlation_lags:
-            self._kinematic_blocks.add_rows(weights[:, None] * X)
+            self._kinematic_blocks.add_rows(weighted)
         return weights
 
     def _add_still(self, y: np.ndarray, weights: np.ndarray, static: np.ndarray) -> None:

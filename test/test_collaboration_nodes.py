@@ -53,11 +53,14 @@ from inertia_estimation_ros.sim import analytic as an
 PUSH = an.HandPush(((0.0, 10.0),), force_w=(5.0, -3.0, 2.0), point_s=(0.3, 0.2, 0.0), ramp=0.0)
 
 
-def _output_node(ros_context, rate: float) -> Node:
+def _output_node(ros_context, rate: float, vibration_gain: float = 1.0) -> Node:
     node = Node(
         "coordinator_node",
         context=ros_context,
-        parameter_overrides=[Parameter("external_wrench_rate", value=rate)],
+        parameter_overrides=[
+            Parameter("external_wrench_rate", value=rate),
+            Parameter("acceleration_vibration_gain", value=vibration_gain),
+        ],
     )
     node.params = declare(node, PARAMETERS)
     return node
@@ -78,9 +81,10 @@ def _pushing_hand(n: int) -> tuple[an.Team, object, np.ndarray, object, np.ndarr
 @pytest.mark.timeout(60)
 def test_the_coordinator_output_publishes_the_pushing_hand(ros_context) -> None:
     """At most external_wrench_rate (20 Hz of 100 Hz samples); nothing without a valid mass
-    (counted once per instant); then the pushing hand's wrench exactly."""
+    (counted once per instant); then the pushing hand's wrench exactly, and with exact
+    samples and no vibration term (its gain 0) a zero covariance."""
     team, payload, t, sim, truth = _pushing_hand(50)
-    node = _output_node(ros_context, 20.0)
+    node = _output_node(ros_context, 20.0, vibration_gain=0.0)
     settings = PipelineSettings(estimate_clock_offsets=False)
     pipeline = TeamPipeline(team.robot_ids, team.reference_id, settings)
     output = ExternalWrenchOutput(node, settings.frame_of, team.robot_ids, team.reference_id)

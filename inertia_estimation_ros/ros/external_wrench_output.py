@@ -66,6 +66,7 @@ from .wrench_checks import WrenchChecks
 # that lags by up to this many of the others' messages can still be computed.
 HISTORY = 256
 VIBRATION_TIME = 0.25  # [s of sample time] the vibration's running mean square's time constant
+VIBRATION_CUTOFF = 4.0  # [Hz] acceleration_vibration_cutoff's default
 LAGS = "a robot lags (its newest sample is more than external_wrench_max_spread behind)"
 
 TOPICS = [
@@ -119,7 +120,7 @@ PARAMETERS = [
     Param(
         "acceleration_vibration_cutoff",
         "double",
-        4.0,
+        VIBRATION_CUTOFF,
         "corner of the vibration's high-pass (4th-order Butterworth on the payload's twist "
         "derivative at the wrenches' instants): the team's own motion below it is what the "
         "model follows [Hz]",
@@ -219,7 +220,8 @@ class ExternalWrenchOutput:
         self._inputs: _Inputs | None = None
         self._last_slot = -np.inf  # round(instant * rate) of the last instant computed
         self.checks = WrenchChecks(node.params)  # whether the wrench's sigma holds
-        self.vibration = VibrationMeter(4.0, VIBRATION_TIME)  # the payload's, at the instants
+        # the payload's vibration, measured at the wrenches' instants
+        self.vibration = VibrationMeter(VIBRATION_CUTOFF, VIBRATION_TIME)
 
     def counts(self) -> dict[str, int]:
         with self._lock:
@@ -344,7 +346,7 @@ class ExternalWrenchOutput:
     def _vibration_variance(self, params: object) -> np.ndarray | None:
         """gain^2 times the payload's vibration so far (``team_wrench``'s ``vibration``);
         None with the gain 0 (nothing measured then). A new cutoff starts a new measurement."""
-        cutoff = getattr(params, "acceleration_vibration_cutoff", 4.0)
+        cutoff = getattr(params, "acceleration_vibration_cutoff", VIBRATION_CUTOFF)
         if cutoff != self.vibration.cutoff:
             self.vibration = VibrationMeter(cutoff, VIBRATION_TIME)
         gain = getattr(params, "acceleration_vibration_gain", 0.0)

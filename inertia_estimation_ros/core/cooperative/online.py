@@ -51,6 +51,7 @@ import numpy as np
 from ..regressor import body_regressor
 from ..samples import GraspSample, SetBlock
 from ..signals import CausalLowpass
+from ..spatial import cross
 from .correlated_noise import BlockSums, pooled_block_inflation
 from .diagnostics import covariance_from_information
 from .dynamics import (
@@ -161,7 +162,6 @@ class _PhaseDetector:
 
 
 _LARGEST = np.finfo(float).max
-_EYE3 = np.eye(3)
 
 
 def _gram(R: np.ndarray) -> np.ndarray:
@@ -169,14 +169,6 @@ def _gram(R: np.ndarray) -> np.ndarray:
     gives it (the same bits) but as three broadcast products: einsum's sum over a leading
     axis costs ~0.1 ms for a cycle's 160 poses."""
     return sum(R[..., j, :, None] * R[..., j, None, :] for j in range(3))
-
-
-def _determinants(R: np.ndarray) -> np.ndarray:
-    """det R of stacked 3x3 matrices (..., 3, 3) as one expansion along the first row,
-    without ``np.linalg.det``'s or a stacked cross product's per-call cost; its sign is
-    exact wherever R^T R is near I (|det R| near 1), where the rotation check reads it."""
-    a, b, c, d, e, f, g, h, i = (R[..., k, j] for k in range(3) for j in range(3))
-    return a * (e * i - f * h) + b * (f * g - d * i) + c * (d * h - e * g)
 
 
 def _runs(flags: np.ndarray) -> list[slice]:
@@ -363,10 +355,9 @@ class TeamEstimator:
             axis=1
         )
         with np.errstate(invalid="ignore"):
-            gram = _gram(R)
-            gram -= _EYE3
-            gram = np.abs(gram, out=gram).reshape(q, -1).max(axis=1)
-            rotation = (gram < 1e-6) & (_determinants(R) >= 0).all(axis=1)
+            gram = np.abs(_gram(R) - np.eye(3)).reshape(q, -1).max(axis=1)
+            det = np.einsum("qki,qki->qk", R[:, :, 0], cross(R[:, :, 1], R[:, :, 2]))
+            rotation = (gram < 1e-6) & (det >= 0).all(axis=1)
             spread = block.stamps.max(axis=1) - block.stamps.min(axis=1)
             ok = finite & rotation & (spread <= self.settings.sync_tolerance)
         flags = np.concatenate([block.has_g, block.has_force, block.has_torque], axis=1)

@@ -30,10 +30,11 @@ from rclpy.serialization import deserialize_message, serialize_message
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState
 
+from ..core.collaboration.human_wrench import ExternalWrenchEstimate
 from ..core.samples import GraspSample
 from ..core.spatial import quaternion
 from ..msg import ExternalWrench, GraspState
-from .conversions import seconds, to_grasp_state, to_time
+from .conversions import seconds, to_external_wrench, to_grasp_state, to_time
 from .grasp_layout import (
     CDR_LITTLE_ENDIAN,
     DOUBLES,
@@ -135,6 +136,87 @@ _TAIL_FIELDS = {
     "TwistStamped": ("twist.linear", "twist.angular"),
     "WrenchStamped": ("wrench.force", "wrench.torque"),
 }
+
+
+_SWAP_AXES = np.array([3, 4, 5, 0, 1, 2])  # core (angular first) <-> ROS (linear first)
+
+
+class ExternalWrenchLayout:
+    """The coordinator's ExternalWrench of one frame id (``method`` "model", not degraded,
+    no dead band: what ``conversions.to_external_wrench`` makes of a ground team's estimate),
+    its stamp and fixed fields written into a template: the message rclpy would serialize
+    (its padding zeros), without its ~20 Python message objects. ``usable`` is false where
+    the two differ (another encoding); ``encode`` is then rclpy's serialization."""
+
+    # center, wrench (force, torque), covariance (36), observable (6), padding to 8,
+    # dead_banded (force, torque), dead_band_force, dead_band_moment, contact
+    _FIELDS = struct.Struct("=45d6?2x8d?")
+    # the covariance's 36 entries in ROS order (linear first) of a core (angular first) 6x6
+    _COVARIANCE = (_SWAP_AXES[:, None] * 6 + _SWAP_AXES).ravel()
+
+    def __init__(self, frame_id: str) -> None:
+        self.frame_id = frame_id
+        checks = _check_wrenches()
+        self.template = serialize_message(to_external_wrench(checks[0], frame_id))
+        (length,) = struct.unpack_from("=I", self.template, STAMP.stop)
+        self.offset = aligned(STAMP.stop + 4 + length, 8)
+        self.usable = self.template[:2] == CDR_LITTLE_ENDIAN and all(
+            deserialize_message(self._encode(e), ExternalWrench) == to_external_wrench(e, frame_id)
+            for e in checks
+        )
+
+    def encode(self, estimate: ExternalWrenchEstimate) -> bytes:
+        """``serialize_message(to_external_wrench(estimate, frame_id))``."""
+        if not self.usable:
+            return serialize_message(to_external_wrench(estimate, self.frame_id))
+        return self._encode(estimate)
+
+    def _encode(self, estimate: ExternalWrenchEstimate) -> bytes:
+        m, f = estimate.wrench[:3].tolist(), estimate.wrench[3:].tolist()
+        wrench = (*f, *m)
+        fields = self._FIELDS.pack(
+            *estimate.p_s_c.tolist(),
+            *wrench,
+            *np.asarray(estimate.covariance, dtype=float).ravel()[self._COVARIANCE].tolist(),
+            *np.asarray(estimate.observable)[_SWAP_AXES].tolist(),
+            *wrench,
+            0.0,
+            0.0,
+            estimate.contact(),
+        )
+        t, end = self.template, self.offset + self._FIELDS.size
+        return (
+            t[: STAMP.start]
+            + stamp_bytes(max(estimate.stamp, 0.0))
+            + t[STAMP.stop : self.offset]
+            + fields
+            + t[end:]
+        )
+
+
+def _check_wrenches() -> list[ExternalWrenchEstimate]:
+    """Estimates whose every field differs from a message's defaults: no contact, some
+    components unobservable and a stamp of 1e9 s, none observable and a negative stamp (0
+    in the message, as ``to_external_wrench`` writes it)."""
+    rng = np.random.default_rng(0)
+    checks = []
+    for stamp, observable, scale in (
+        (12.25, [True] * 6, 1e-3),
+        (1e9 + 0.999999999, [True, False, True, True, True, False], 100.0),
+        (-3.0, [False] * 6, 5.0),
+    ):
+        A = rng.normal(size=(6, 6))
+        checks.append(
+            ExternalWrenchEstimate(
+                stamp,
+                scale * rng.normal(size=6),
+                A @ A.T + 1e-3 * np.eye(6),
+                rng.normal(size=3),
+                np.array(observable),
+                np.empty((0, 6)),
+            )
+        )
+    return checks
 
 
 class GraspStateLayout:

@@ -5,6 +5,7 @@ serialized reference are those of the message path (follow_commands)."""
 from __future__ import annotations
 
 import dataclasses
+import struct
 
 import numpy as np
 import pytest
@@ -141,6 +142,18 @@ def test_commands_from_serialized_references_are_those_of_the_messages(ros_conte
             assert commands.on_reference(bad) is None
     finally:
         node.destroy_node()
+
+
+def test_stamps_are_those_of_to_time():
+    """``stamp_bytes`` writes the sec and nanosec ``conversions.to_time`` gives: nanosecond
+    rounding (halves, values just below a second), zero, negative times, 2038's edge."""
+    rng = np.random.default_rng(11)
+    times = [0.0, 1e-10, 4.9999e-10, 5e-10, 0.9999999995, 1.0 - 1e-12, -0.25, -1e-10]
+    times += [2.0**31 - 1.0, 1795789927.955346186, *(rng.uniform(-1e3, 2e9, 2000))]
+    times += list(rng.integers(0, 2**31 - 1, 500) + rng.integers(0, 10**9, 500) * 1e-9)
+    for t in times:
+        time = to_time(float(t))
+        assert stamp_bytes(float(t)) == struct.pack("=iI", time.sec, time.nanosec), t
 
 
 @pytest.mark.parametrize("frame_id", ["", "s", "robot_1/grasp", "robot_12/grasp_frame"])

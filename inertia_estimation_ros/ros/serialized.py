@@ -34,7 +34,7 @@ from ..core.collaboration.human_wrench import ExternalWrenchEstimate
 from ..core.samples import GraspSample
 from ..core.spatial import quaternion
 from ..msg import ExternalWrench, GraspState
-from .conversions import seconds, to_external_wrench, to_grasp_state, to_time
+from .conversions import seconds, to_external_wrench, to_grasp_state
 from .grasp_layout import (
     CDR_LITTLE_ENDIAN,
     DOUBLES,
@@ -82,9 +82,10 @@ class PoseFields(NamedTuple):
 
 
 def stamp_bytes(t: float) -> bytes:
-    """header.stamp of t seconds as CDR bytes (``conversions.to_time``)."""
-    time = to_time(t)
-    return _STAMP.pack(time.sec, time.nanosec)
+    """header.stamp of t seconds as CDR bytes: ``conversions.to_time``'s sec and nanosec,
+    without its message object (~10 us of a hot path's ~50)."""
+    ns = int(round(t * 1e9))
+    return _STAMP.pack(ns // 1_000_000_000, ns % 1_000_000_000)
 
 
 class StampedLayout:

@@ -1,5 +1,6 @@
-"""Hot-path messages as serialized bytes: ``robot_node``'s 100-Hz outputs without rclpy's
-Python message objects (issue 14).
+"""Hot-path messages as serialized bytes: ``robot_node``'s 100-Hz outputs, the planner's
+reference and the coordinator's external wrench without rclpy's Python message objects
+(issue 14).
 
 rclpy builds a message as Python objects (a GraspState is two dozen of them, every field
 checked as it is set) and converts them to C to serialize them: about 0.5 ms of CPU per

@@ -35,7 +35,7 @@ from ..core.collaboration.human_wrench import ExternalWrenchEstimate
 from ..core.samples import GraspSample
 from ..core.spatial import quaternion
 from ..msg import ExternalWrench, GraspState
-from .conversions import seconds, to_external_wrench, to_grasp_state
+from .conversions import SWAP_AXES, sec_nanosec, seconds, to_external_wrench, to_grasp_state
 from .grasp_layout import (
     CDR_LITTLE_ENDIAN,
     DOUBLES,
@@ -85,8 +85,7 @@ class PoseFields(NamedTuple):
 def stamp_bytes(t: float) -> bytes:
     """header.stamp of t seconds as CDR bytes: ``conversions.to_time``'s sec and nanosec,
     without its message object (~10 us of a hot path's ~50)."""
-    ns = int(round(t * 1e9))
-    return _STAMP.pack(ns // 1_000_000_000, ns % 1_000_000_000)
+    return _STAMP.pack(*sec_nanosec(t))
 
 
 class StampedLayout:
@@ -140,9 +139,6 @@ _TAIL_FIELDS = {
 }
 
 
-_SWAP_AXES = np.array([3, 4, 5, 0, 1, 2])  # core (angular first) <-> ROS (linear first)
-
-
 class ExternalWrenchLayout:
     """The coordinator's ExternalWrench of one frame id (``method`` "model", not degraded,
     no dead band: what ``conversions.to_external_wrench`` makes of a ground team's estimate),
@@ -154,7 +150,7 @@ class ExternalWrenchLayout:
     # dead_banded (force, torque), dead_band_force, dead_band_moment, contact
     _FIELDS = struct.Struct("=45d6?2x8d?")
     # the covariance's 36 entries in ROS order (linear first) of a core (angular first) 6x6
-    _COVARIANCE = (_SWAP_AXES[:, None] * 6 + _SWAP_AXES).ravel()
+    _COVARIANCE = (SWAP_AXES[:, None] * 6 + SWAP_AXES).ravel()
 
     def __init__(self, frame_id: str) -> None:
         self.frame_id = frame_id
@@ -180,7 +176,7 @@ class ExternalWrenchLayout:
             *estimate.p_s_c.tolist(),
             *wrench,
             *np.asarray(estimate.covariance, dtype=float).ravel()[self._COVARIANCE].tolist(),
-            *np.asarray(estimate.observable)[_SWAP_AXES].tolist(),
+            *np.asarray(estimate.observable)[SWAP_AXES].tolist(),
             *wrench,
             0.0,
             0.0,

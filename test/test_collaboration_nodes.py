@@ -14,6 +14,7 @@ from geometry_msgs.msg import PoseStamped, TwistStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.serialization import deserialize_message
 from std_srvs.srv import SetBool, Trigger
 
 from inertia_estimation_ros.core import spatial as sp
@@ -99,7 +100,7 @@ def test_the_coordinator_output_publishes_the_pushing_hand(ros_context) -> None:
             pipeline.last_estimate = exact_estimate(team, payload)
             output.follow(pipeline)
         for rid in team.robot_ids:
-            msg = output.on_samples(rid, [sim.exact[rid].sample(k)])
+            msg = _message(output.on_samples(rid, [sim.exact[rid].sample(k)]))
             if msg is not None:
                 published.append((k, msg))
     assert [k for k, _ in published] == [13, 18, 23, 28, 33, 38, 43, 48]  # 20 Hz slots
@@ -110,6 +111,11 @@ def test_the_coordinator_output_publishes_the_pushing_hand(ros_context) -> None:
         assert observable.all() and not covariance.any()
         assert msg.header.frame_id == "robot_1/grasp"
     node.destroy_node()
+
+
+def _message(raw: bytes | None) -> ExternalWrench | None:
+    """The ExternalWrench that ``ExternalWrenchOutput`` published as ``raw`` bytes."""
+    return None if raw is None else deserialize_message(raw, ExternalWrench)
 
 
 def _following_output(ros_context, team, payload) -> tuple:
@@ -135,7 +141,7 @@ def test_the_coordinator_output_sums_simultaneous_samples_once_per_instant(ros_c
     published: dict[int, object] = {}
 
     def arrive(rid: str, ks: range) -> None:
-        msg = output.on_samples(rid, [sample[rid](k) for k in ks])
+        msg = _message(output.on_samples(rid, [sample[rid](k) for k in ks]))
         if msg is not None:
             k = int(round((msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9 - 1.0) / 0.01))
             assert k not in published
@@ -172,12 +178,12 @@ def test_the_coordinator_output_skips_repeated_samples_and_restarts_after_a_cloc
     def batch(rid: str, ks: range, shift: float = 0.0) -> list:
         return [dataclasses.replace(sim.exact[rid].sample(k), stamp=t[k] - shift) for k in ks]
 
-    last = [output.on_samples(r, batch(r, range(10), -5.0)) for r in team.robot_ids][-1]
+    last = _message([output.on_samples(r, batch(r, range(10), -5.0)) for r in team.robot_ids][-1])
     np.testing.assert_allclose(external_wrench_values(last)[0], truth[9], atol=1e-8)
     for rid in team.robot_ids:  # the same batches again: nothing new
         assert output.on_samples(rid, batch(rid, range(10), -5.0)) is None
     assert output.counts() == {"published": 1}
-    published = [output.on_samples(r, batch(r, range(10, 20))) for r in team.robot_ids]
+    published = [_message(output.on_samples(r, batch(r, range(10, 20)))) for r in team.robot_ids]
     assert published[:-1] == [None, None] and published[-1] is not None
     assert seconds(published[-1].header.stamp) == pytest.approx(t[19])  # 5 s back
     np.testing.assert_allclose(external_wrench_values(published[-1])[0], truth[19], atol=1e-8)

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from rclpy.serialization import deserialize_message
 from scipy.signal import butter, sosfilt
 from test_collaboration_wrench import RATE, _model, _payload
 
@@ -21,6 +22,7 @@ from inertia_estimation_ros.core.collaboration.human_wrench import (
     team_wrench,
 )
 from inertia_estimation_ros.core.collaboration.vibration import VibrationMeter
+from inertia_estimation_ros.msg import ExternalWrench
 from inertia_estimation_ros.ros.external_wrench_output import ExternalWrenchOutput
 from inertia_estimation_ros.sim.analytic import (
     Multisine,
@@ -130,8 +132,12 @@ def _output(gain: float) -> tuple[ExternalWrenchOutput, list]:
         acceleration_vibration_gain=gain,
         acceleration_vibration_cutoff=4.0,
     )
+
+    def publish(raw: bytes) -> None:
+        published.append(deserialize_message(raw, ExternalWrench))
+
     node = SimpleNamespace(
-        params=params, create_publisher=lambda *a: SimpleNamespace(publish=published.append)
+        params=params, create_publisher=lambda *a: SimpleNamespace(publish=publish)
     )
     ids = ("robot_1", "robot_2", "robot_3")
     return ExternalWrenchOutput(node, lambda r: f"{r}/grasp", ids, ids[0]), published

@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from rclpy.serialization import deserialize_message
 
 from inertia_estimation_ros.core import spatial as sp
 from inertia_estimation_ros.core.collaboration.human_wrench import (
@@ -35,6 +36,7 @@ from inertia_estimation_ros.core.cooperative.dynamics import (
 from inertia_estimation_ros.core.cooperative.grasp_kinematics import consensus_map, noise_precision
 from inertia_estimation_ros.core.regressor import body_regressor
 from inertia_estimation_ros.core.samples import GraspBatch, GraspSample
+from inertia_estimation_ros.msg import ExternalWrench
 from inertia_estimation_ros.ros.conversions import external_wrench_values, seconds
 from inertia_estimation_ros.ros.external_wrench_output import ExternalWrenchOutput
 
@@ -501,7 +503,8 @@ def test_the_output_publishes_what_the_oracle_published(seed: int) -> None:
         output._inputs = SimpleNamespace(estimate=None, model=model, noise=noise, offsets=offsets)
         oracle = OracleOutput(ids, "r1", model, noise, offsets, rate, 0.03)
         for rid, samples in arrivals:
-            msg = output.on_samples(rid, samples)
+            raw = output.on_samples(rid, samples)
+            msg = None if raw is None else deserialize_message(raw, ExternalWrench)
             expected = oracle.on_samples(rid, samples)
             assert (msg is None) == (expected is None)
             if msg is not None:
@@ -532,9 +535,10 @@ def test_the_output_keeps_a_bounded_history_over_a_long_stream() -> None:
     model, noise = _model(rng, ids), _noise(rng)
     published = []
     params = SimpleNamespace(external_wrench_rate=10.0, external_wrench_max_spread=0.01)
-    node = SimpleNamespace(
-        params=params, create_publisher=lambda *a: SimpleNamespace(publish=published.append)
+    sink = SimpleNamespace(
+        publish=lambda raw: published.append(deserialize_message(raw, ExternalWrench))
     )
+    node = SimpleNamespace(params=params, create_publisher=lambda *a: sink)
     output = ExternalWrenchOutput(node, lambda r: f"{r}/grasp", ids, "r1")
     output._inputs = SimpleNamespace(estimate=None, model=model, noise=noise, offsets={})
     oracle = OracleOutput(ids, "r1", model, noise, {}, 10.0, 0.01)

@@ -5,6 +5,7 @@ serialized reference are those of the message path (follow_commands)."""
 from __future__ import annotations
 
 import dataclasses
+import struct
 
 import numpy as np
 import pytest
@@ -17,13 +18,21 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Header
 
 from inertia_estimation_ros.core import spatial as sp
+from inertia_estimation_ros.core.collaboration.human_wrench import ExternalWrenchEstimate
 from inertia_estimation_ros.core.samples import GraspSample
-from inertia_estimation_ros.msg import GraspFrame, GraspState, PayloadEstimate
-from inertia_estimation_ros.ros.conversions import to_grasp_state, to_pose, to_time, to_transform
+from inertia_estimation_ros.msg import ExternalWrench, GraspFrame, GraspState, PayloadEstimate
+from inertia_estimation_ros.ros.conversions import (
+    to_external_wrench,
+    to_grasp_state,
+    to_pose,
+    to_time,
+    to_transform,
+)
 from inertia_estimation_ros.ros.follow_commands import PARAMETERS, FollowCommands
 from inertia_estimation_ros.ros.parameters import declare
 from inertia_estimation_ros.ros.serialized import (
     STAMP,
+    ExternalWrenchLayout,
     GraspStateLayout,
     JointStateReader,
     StampedLayout,
@@ -133,6 +142,50 @@ def test_commands_from_serialized_references_are_those_of_the_messages(ros_conte
             assert commands.on_reference(bad) is None
     finally:
         node.destroy_node()
+
+
+def test_stamps_are_those_of_to_time():
+    """``stamp_bytes`` writes the sec and nanosec ``conversions.to_time`` gives: nanosecond
+    rounding (halves, values just below a second), zero, negative times, 2038's edge."""
+    rng = np.random.default_rng(11)
+    times = [0.0, 1e-10, 4.9999e-10, 5e-10, 0.9999999995, 1.0 - 1e-12, -0.25, -1e-10]
+    times += [2.0**31 - 1.0, 1795789927.955346186, *(rng.uniform(-1e3, 2e9, 2000))]
+    times += list(rng.integers(0, 2**31 - 1, 500) + rng.integers(0, 10**9, 500) * 1e-9)
+    for t in times:
+        time = to_time(float(t))
+        assert stamp_bytes(float(t)) == struct.pack("=iI", time.sec, time.nanosec), t
+
+
+@pytest.mark.parametrize("frame_id", ["", "s", "robot_1/grasp", "robot_12/grasp_frame"])
+def test_external_wrenches_are_the_messages_of_conversions(frame_id):
+    """The coordinator's ExternalWrench as bytes: the message ``to_external_wrench`` makes of
+    the same estimate, field for field (every string alignment of the frame id; stamps
+    negative, of 1e9 s, on nanosecond boundaries; every observable pattern; contact and
+    none), and byte for byte (signed zeros included) but for the two padding bytes after
+    ``observable``: zeros here, whatever rclpy's serializer left there."""
+    layout = ExternalWrenchLayout(frame_id)
+    assert layout.usable
+    rng = np.random.default_rng(3)
+    for k in range(300):
+        A = rng.normal(size=(6, 6)) * 10.0 ** rng.integers(-3, 4)
+        wrench = rng.normal(size=6) * 10.0 ** rng.integers(-4, 3)
+        wrench[k % 6] = -0.0 if k % 2 else 0.0
+        estimate = ExternalWrenchEstimate(
+            [-1.0, 0.0, 1e9 + 0.999999999, 12.3456789, 5e-10][k % 5] + k,
+            wrench,
+            A @ A.T,
+            rng.normal(size=3),
+            rng.random(6) < [0.0, 0.5, 1.0][k % 3],
+            np.empty((0, 6)),
+        )
+        raw = layout.encode(estimate)
+        expected = to_external_wrench(estimate, frame_id)
+        assert deserialize_message(raw, ExternalWrench) == expected
+        ours, theirs = bytearray(raw), bytearray(serialize_message(expected))
+        for padding in range(layout.offset + 366, layout.offset + 368):  # after observable
+            assert ours[padding] == 0
+            ours[padding] = theirs[padding] = 0
+        assert ours == theirs
 
 
 def test_joint_states_are_read_as_rclpy_reads_them():

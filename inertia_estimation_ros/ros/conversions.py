@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # annotations only: the collaboration's module is not on the 
     from ..core.cooperative.estimate import TeamEstimate
 
 # Permutation between linear-first (ROS) and angular-first (core) 6-vectors; its own inverse.
-_SWAP = np.array([3, 4, 5, 0, 1, 2])
+SWAP_AXES = np.array([3, 4, 5, 0, 1, 2])  # core (angular first) <-> ROS (linear first)
 
 
 def vector3(v: Vector3 | Point) -> np.ndarray:
@@ -118,24 +118,30 @@ def covariance_matrix(flat: np.ndarray) -> np.ndarray | None:
         raise ValueError(f"a covariance has 36 values (or none: unknown), got {C.size}")
     if not C.any():
         return None
-    return C.reshape(6, 6)[np.ix_(_SWAP, _SWAP)]
+    return C.reshape(6, 6)[np.ix_(SWAP_AXES, SWAP_AXES)]
 
 
 def to_covariance(C: np.ndarray | None) -> np.ndarray:
     """ROS float64[36] (linear first) of a core 6x6 covariance; zeros for None."""
     if C is None:
         return np.zeros(36)
-    return np.asarray(C, dtype=float)[np.ix_(_SWAP, _SWAP)].reshape(36)
+    return np.asarray(C, dtype=float)[np.ix_(SWAP_AXES, SWAP_AXES)].reshape(36)
 
 
 def seconds(stamp: Time) -> float:
     return stamp.sec + 1e-9 * stamp.nanosec
 
 
+def sec_nanosec(t: float) -> tuple[int, int]:
+    """builtin_interfaces/Time's (sec, nanosec) of t seconds (t >= 0), rounded to the
+    nanosecond."""
+    return divmod(int(round(t * 1e9)), 1_000_000_000)
+
+
 def to_time(t: float) -> Time:
     """builtin_interfaces/Time of t seconds (t >= 0), rounded to the nanosecond."""
-    ns = int(round(t * 1e9))
-    return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
+    sec, nanosec = sec_nanosec(t)
+    return Time(sec=sec, nanosec=nanosec)
 
 
 def inertial_parameters(msg: Inertia) -> InertialParameters:
@@ -417,7 +423,7 @@ def to_external_wrench(estimate: ExternalWrenchEstimate, frame_id: str) -> Exter
     built on top of the default one it makes anyway: half the cost, 100 times a second)."""
     msg = ExternalWrench(
         covariance=to_covariance(estimate.covariance),
-        observable=[bool(b) for b in np.asarray(estimate.observable)[_SWAP]],
+        observable=[bool(b) for b in np.asarray(estimate.observable)[SWAP_AXES]],
         contact=estimate.contact(),
         method="model",
     )
@@ -437,7 +443,7 @@ def external_wrench_values(
     """(wrench (m, f) about the center, 6x6 covariance, center, observable), core order, of
     a msg/ExternalWrench; the covariance is zeros when the message has none."""
     C = covariance_matrix(msg.covariance)
-    observable = np.asarray(msg.observable, dtype=bool)[_SWAP]
+    observable = np.asarray(msg.observable, dtype=bool)[SWAP_AXES]
     return (
         wrench_vector(msg.wrench),
         np.zeros((6, 6)) if C is None else C,

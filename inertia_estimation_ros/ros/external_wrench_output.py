@@ -55,11 +55,11 @@ from ..core.collaboration.vibration import VibrationMeter
 from ..core.samples import GraspBatch, GraspSample
 from ..core.team_pipeline import TeamPipeline
 from ..msg import ExternalWrench
-from .conversions import to_external_wrench
 from .grasp_layout import LAYOUTS, RawLayout
 from .ingest import GraspMessage, convert_raw
 from .interface import RELIABLE_QOS, Topic
 from .parameters import Param
+from .serialized import ExternalWrenchLayout
 from .wrench_checks import WrenchChecks
 
 # Messages (GraspState or GraspStateArray) kept per robot, at least: the instant of a robot
@@ -219,6 +219,8 @@ class ExternalWrenchOutput:
         self._plans: dict[tuple[str, str], _Plan] = {}  # per robot topic, its last layout's
         self._inputs: _Inputs | None = None
         self._last_slot = -np.inf  # round(instant * rate) of the last instant computed
+        # the message as bytes, made now (its checks take ~1-2 ms: not the first wrench's)
+        self._wrench_layout = ExternalWrenchLayout(frame_of(reference_id))
         self.checks = WrenchChecks(node.params)  # whether the wrench's sigma holds
         # the payload's vibration, measured at the wrenches' instants
         self.vibration = VibrationMeter(VIBRATION_CUTOFF, VIBRATION_TIME)
@@ -253,9 +255,10 @@ class ExternalWrenchOutput:
         """Whether messages are wanted: an estimate to compute with and a rate above 0."""
         return self._inputs is not None and self.node.params.external_wrench_rate > 0
 
-    def on_raw(self, robot_id: str, topic: str, raw: bytes) -> ExternalWrench | None:
+    def on_raw(self, robot_id: str, topic: str, raw: bytes) -> bytes | None:
         """A robot's message as it arrives, its CDR bytes from ``topic`` (a key of
-        ``ingest.GRASP_TOPICS``); returns the wrench published, if any. Of a message of the
+        ``ingest.GRASP_TOPICS``); returns the wrench published (its serialized ExternalWrench,
+        ``serialized.ExternalWrenchLayout``), if any. Of a message of the
         usual layout only the stamps are read now (``_History.add_raw``), anything else is
         converted (``ingest.convert_raw``, ``on_message``)."""
         inputs = self._inputs
@@ -283,7 +286,7 @@ class ExternalWrenchOutput:
         plan = self._plans[(robot_id, topic)] = _Plan.of(layout)
         return plan
 
-    def on_message(self, message: GraspMessage) -> ExternalWrench | None:
+    def on_message(self, message: GraspMessage) -> bytes | None:
         """A robot's message as it arrives (converted once, ``ingest.convert``: the pipeline
         takes the same samples); returns the wrench published, if any. Messages the pipeline
         refuses whole (another robot's id, wrong frame, malformed) are left out here and
@@ -293,7 +296,7 @@ class ExternalWrenchOutput:
             return None
         return self.on_samples(rid, message.samples)
 
-    def on_samples(self, robot_id: str, samples: Sequence[GraspSample]) -> ExternalWrench | None:
+    def on_samples(self, robot_id: str, samples: Sequence[GraspSample]) -> bytes | None:
         """``on_message`` for converted samples of one robot (in time order, as a message
         carries them; a ``GraspBatch`` is read as its arrays)."""
         inputs = self._inputs
@@ -305,8 +308,9 @@ class ExternalWrenchOutput:
             self._last_slot = -np.inf  # the clock restarted
         return self._publish_instant(inputs, robot_id)
 
-    def _publish_instant(self, inputs: _Inputs, robot_id: str) -> ExternalWrench | None:
-        """The wrench at the newest instant every robot has reached, if not done yet."""
+    def _publish_instant(self, inputs: _Inputs, robot_id: str) -> bytes | None:
+        """The wrench at the newest instant every robot has reached, if not done yet, published
+        as serialized bytes (what ``conversions.to_external_wrench`` makes of it)."""
         params = self.node.params
         newest = self._history.newest
         instant = min(newest)
@@ -335,13 +339,19 @@ class ExternalWrenchOutput:
         except WrenchUnavailableError as error:
             self._count(str(error).split(":")[0])
             return None
+        raw = self._layout(self.frame_of(self.reference_id)).encode(result)
+        self.publisher.publish(raw)  # then what only later wrenches use
         if vibration is not None:
             self.vibration.add(instant, result.acceleration)
-        msg = to_external_wrench(result, self.frame_of(self.reference_id))
-        self.publisher.publish(msg)
         self._count("published")
         self.checks.add(team, result, inputs.model, inputs.noise)
-        return msg
+        return raw
+
+    def _layout(self, frame_id: str) -> ExternalWrenchLayout:
+        """The message's layout in ``frame_id`` (made again if the frame id changes)."""
+        if self._wrench_layout.frame_id != frame_id:
+            self._wrench_layout = ExternalWrenchLayout(frame_id)
+        return self._wrench_layout
 
     def _vibration_variance(self, params: object) -> np.ndarray | None:
         """gain^2 times the payload's vibration so far (``team_wrench``'s ``vibration``);

@@ -29,7 +29,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_ingestion
-from bench_ingestion import raw_cycles, team_batches
+from bench_ingestion import parse_cases, raw_cycles, team_batches
 
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
 from inertia_estimation_ros.ros.ingest import RawReader, push_raw
@@ -71,9 +71,7 @@ def main() -> None:
     )
     parser.add_argument("--profile", type=int, default=0, help="print cProfile's top N")
     args = parser.parse_args()
-    cases = CASES
-    if args.cases:
-        cases = [(float(c.split(":")[0]), int(c.split(":")[1])) for c in args.cases.split(",")]
+    cases = parse_cases(args.cases, CASES)
     print(
         f"worker cycle (push_raw + process) of {1e3 * args.cycle:g} ms of stamps, "
         f"{args.duration:g} s of samples, the first {args.warmup:g} s not counted; CPU time, "

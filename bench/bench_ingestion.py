@@ -52,6 +52,13 @@ TARGET_US = 20.0
 OFFLINE_TARGET = 100.0  # x real time, by CPU, of the estimate command on a bag
 
 
+def parse_cases(text: str, default: tuple) -> list[tuple[float, int]]:
+    """``--cases`` ("rate:N,...") as (rate, N) pairs; ``default`` if empty."""
+    if not text:
+        return list(default)
+    return [(float(c.split(":")[0]), int(c.split(":")[1])) for c in text.split(",")]
+
+
 def team_batches(n: int, rate: float, duration: float, k: int) -> tuple[tuple, list]:
     """(robot ids, per batch instant the (robot, GraspStateArray) pairs)."""
     rng = np.random.default_rng(n)
@@ -204,9 +211,7 @@ def main() -> None:
     parser.add_argument("--bag", default="", help="also time the estimate command on this bag")
     parser.add_argument("--period", type=float, default=5.0, help="[s] between history solves")
     args = parser.parse_args()
-    cases = CASES
-    if args.cases:
-        cases = [(float(c.split(":")[0]), int(c.split(":")[1])) for c in args.cases.split(",")]
+    cases = parse_cases(args.cases, CASES)
     print(
         f"core ingestion, {args.duration:g} s of samples per case, raw path in cycles of "
         f"{1e3 * args.cycle:g} ms, CPU time per sample "

@@ -577,10 +577,7 @@ class TeamPipeline:
             block = team.aligner.pop_block()
             if not len(block):
                 continue
-            if len(block) == 1:  # one set (low rates): ``update`` checks it for less
-                kept = np.array([team.estimator.update(block.set_at(0)).accepted])
-            else:
-                kept = team.estimator.update_block(block).accepted
+            kept = team.estimator.update_block(block).accepted
             self._record_latency(block.stamps[kept, 0])
             accepted += int(kept.sum())
         self.updates += accepted

@@ -204,6 +204,7 @@ _LAYOUT = {
     "has_torque": (40, ()),
 }
 _WIDTH = 41
+_TRIM_HEAD = 64  # the oldest samples a trim looks at first (``_Columns.trim``)
 
 
 def row_matrix(batch: GraspBatch) -> np.ndarray:
@@ -262,13 +263,23 @@ class _Columns:
         self.end += k
 
     def trim(self, seconds: float) -> None:
-        """Forget the samples more than ``seconds`` older than the newest."""
+        """Forget the samples more than ``seconds`` older than the newest. The stamps
+        increase, so those are the oldest ones: counted among the oldest ``_TRIM_HEAD``
+        first, all only if every one of those goes."""
         stamps = self.stamps
         if stamps[-1] - stamps[0] > seconds:
-            self.start += int(np.count_nonzero(stamps[-1] - stamps > seconds))
+            old = int(np.count_nonzero(stamps[-1] - stamps[:_TRIM_HEAD] > seconds))
+            if old == _TRIM_HEAD:
+                old = int(np.count_nonzero(stamps[-1] - stamps > seconds))
+            self.start += old
 
-    def rows(self, index: np.ndarray) -> np.ndarray:
-        """The rows at buffer positions ``index`` (0: the oldest), copied."""
+    def rows(self, index: np.ndarray, increasing: bool = False) -> np.ndarray:
+        """The rows at buffer positions ``index`` (0: the oldest); ``increasing``: the
+        positions are known to increase strictly, so that consecutive ones are a slice
+        (a view, as the caller copies them at once)."""
+        if increasing and index[-1] - index[0] == len(index) - 1:
+            first = self.start + int(index[0])
+            return self.data[first : first + len(index)]
         return self.data[self.start + index]
 
     def sample(self, k: int) -> GraspSample:
@@ -425,7 +436,7 @@ class StreamingAligner:
         n = len(stamps)
         if not n:
             return np.full(len(targets), WAIT), np.zeros(len(targets), dtype=int)
-        after = np.searchsorted(stamps, targets, side="left")
+        after = stamps.searchsorted(targets)
         if after[-1] < n and (stamps[after] == targets).all():  # robots sampling together
             return None, after
         after = np.minimum(after, n - 1)
@@ -461,7 +472,8 @@ class StreamingAligner:
         brackets, exact = {}, set()
         for rid in self.robot_ids:
             if rid != self.reference_id and len(t):
-                mine, after = self._brackets(rid, t + self.offsets[rid])
+                offset = self.offsets[rid]
+                mine, after = self._brackets(rid, t + offset if offset else t)
                 if mine is None:
                     exact.add(rid)
                 else:
@@ -474,10 +486,12 @@ class StreamingAligner:
                 if code:
                     self.dropped[DROP_REASONS[code]] += int(count)
         good = np.flatnonzero(status[:popped] == 0)
-        block = SetBlock.empty(self.robot_ids)
         if len(good):
-            after = {r: a[good] for r, a in brackets.items()}
-            block = self._block(t[good], good, after, exact)
+            keep = slice(popped) if len(good) == popped else good  # all: views
+            after = {r: a[keep] for r, a in brackets.items()}
+            block = self._block(t[keep], good, after, exact)
+        else:
+            block = SetBlock.empty(self.robot_ids)
         reference.start += popped
         return block
 
@@ -492,10 +506,10 @@ class StreamingAligner:
         for k, rid in enumerate(self.robot_ids):
             buffer = self._buffers[rid]
             if rid == self.reference_id:
-                sets[:, k] = buffer.rows(rows)
+                sets[:, k] = buffer.rows(rows, increasing=True)
                 continue
             index = after[rid]
-            sets[:, k] = buffer.rows(index)
+            sets[:, k] = buffer.rows(index, increasing=rid in exact)
             if rid in exact:
                 continue
             target = t + self.offsets[rid]

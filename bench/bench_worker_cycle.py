@@ -1,0 +1,109 @@
+"""The coordinator worker's CPU per cycle, without DDS (issue 16: the per-cycle cost).
+
+A ring team of N robots (``sim.analytic``, as ``bench_ingestion.py``) at RATE Hz sends K =
+rate / 100 samples per message (``GraspStateArray``; ``GraspState`` for K = 1), recorded as
+the CDR bytes the coordinator's callbacks queue. The stream is replayed in one process in
+worker cycles of ``--cycle`` seconds of stamps (the node's ``update_period``): per cycle
+``ingest.push_raw`` of its messages, then ``TeamPipeline.process`` (checks, alignment,
+estimator updates; no solve), as the worker's ``_step`` runs them. Printed per case: the
+CPU time (``time.thread_time``) of each cycle after ``--warmup`` seconds of stamps, p50 /
+p99 / max over the cycles, and the CPU per sample, best of ``--repeat`` replays of the
+same bytes, on single-threaded BLAS as the coordinator runs it. Deterministic input, no
+timing assertion; ``--profile`` prints cProfile's top functions of one replay per case.
+
+    .venv/bin/python bench/bench_worker_cycle.py [--cases 100:3,500:8,1000:16] [--repeat 5]
+        [--duration 4] [--warmup 1] [--cycle 0.01] [--profile 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_ingestion
+from bench_ingestion import parse_cases, raw_cycles, team_batches
+
+from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
+from inertia_estimation_ros.ros.ingest import RawReader, push_raw
+
+CASES = ((100.0, 3), (500.0, 8), (1000.0, 16))
+
+
+def replay(ids: tuple, cycles: list, rate: float) -> np.ndarray:
+    """CPU seconds of each cycle (push_raw, then process) of one replay into a new pipeline."""
+    settings = PipelineSettings.from_parameters({"sample_rate_hz": rate})
+    pipeline = TeamPipeline(ids, ids[0], settings, clock=time.monotonic)
+    reader = RawReader()
+    cpu = np.empty(len(cycles))
+    for j, messages in enumerate(cycles):
+        start = time.thread_time()
+        push_raw(pipeline, messages, reader)
+        pipeline.process()
+        cpu[j] = time.thread_time() - start
+    return cpu
+
+
+def profile(ids: tuple, cycles: list, rate: float, top: int) -> None:
+    """cProfile's ``top`` functions by cumulative and by own time over one replay."""
+    profiler = cProfile.Profile()
+    profiler.runcall(replay, ids, cycles, rate)
+    stats = pstats.Stats(profiler, stream=sys.stdout).strip_dirs()
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", default="", help="rate:N,... (default 100:3,500:8,1000:16)")
+    parser.add_argument("--duration", type=float, default=4.0, help="[s] of samples per case")
+    parser.add_argument("--warmup", type=float, default=1.0, help="[s] of stamps not counted")
+    parser.add_argument("--repeat", type=int, default=5, help="replays per case (best kept)")
+    parser.add_argument(
+        "--cycle", type=float, default=0.01, help="[s] of stamps per worker cycle (update_period)"
+    )
+    parser.add_argument("--profile", type=int, default=0, help="print cProfile's top N")
+    args = parser.parse_args()
+    cases = parse_cases(args.cases, CASES)
+    print(
+        f"worker cycle (push_raw + process) of {1e3 * args.cycle:g} ms of stamps, "
+        f"{args.duration:g} s of samples, the first {args.warmup:g} s not counted; CPU time, "
+        f"best of {args.repeat}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+    header = (
+        f"{'rate [Hz]':>9} {'N':>3} {'K':>3} {'cycles':>6} {'p50 [ms]':>9} {'p99 [ms]':>9} "
+        f"{'max [ms]':>9} {'mean [ms]':>10} {'per sample [us]':>16}"
+    )
+    print(header)
+    print("-" * len(header))
+    for rate, n in cases:
+        k = max(1, round(rate / 100))
+        ids, instants = team_batches(n, rate, args.duration, k)
+        cycles = raw_cycles(instants, rate, k, args.cycle)[:-1]
+        skip = round(args.warmup / args.cycle)
+        samples = k * sum(len(c) for c in cycles[skip:])
+        runs = [replay(ids, cycles, rate)[skip:] for _ in range(args.repeat)]
+        p50 = min(np.percentile(r, 50) for r in runs)
+        p99 = min(np.percentile(r, 99) for r in runs)
+        worst = min(r.max() for r in runs)
+        total = min(r.sum() for r in runs)
+        print(
+            f"{rate:9.0f} {n:3d} {k:3d} {len(cycles) - skip:6d} {1e3 * p50:9.3f} "
+            f"{1e3 * p99:9.3f} {1e3 * worst:9.3f} {1e3 * total / (len(cycles) - skip):10.3f} "
+            f"{1e6 * total / samples:16.1f}",
+            flush=True,
+        )
+        if args.profile:
+            profile(ids, cycles, rate, args.profile)
+
+
+if __name__ == "__main__":
+    with threadpool_limits(limits=1, user_api="blas"):
+        main()  # single-threaded BLAS: the coordinator's setting

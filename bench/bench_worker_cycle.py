@@ -105,5 +105,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    with threadpool_limits(limits=1, user_api="blas"):
+    from doc_page import benchmark_page  # the table into docs/benchmarks/worker_cycle.md
+
+    with benchmark_page("worker_cycle"), threadpool_limits(limits=1, user_api="blas"):
         main()  # single-threaded BLAS: the coordinator's setting

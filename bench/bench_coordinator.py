@@ -22,7 +22,9 @@ one ``GraspState`` per sample); ``--batch auto`` (default) takes K = rate / 100 
   included); and divided by the samples accepted (CPU/accepted: when DDS drops samples, a
   busy coordinator never pays for them);
 * latency p50 / p99 from a sample's stamp to the estimator update that used it (the
-  coordinator's own percentiles over its last 2000 updates);
+  coordinator's own percentiles over the sets it updated in its last 10 s, its final
+  /diagnostics: the window's; until 2026-11-27 over its last 2000 sets, i.e. the last 2 s
+  at 1 kHz and, at 100 Hz, the warm-up's first solves too);
 * dropped samples: published but never accepted by the coordinator (transport losses and a
   full queue); and sets the aligner could not form.
 

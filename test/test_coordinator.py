@@ -145,6 +145,29 @@ def test_a_looping_bag_restarts_cleanly_and_refuses_samples_from_before_the_jump
     assert pipeline.estimate().samples_kinematics > 0
 
 
+def test_update_latencies_are_those_of_the_last_ten_seconds_of_the_clock():
+    """The diagnostics' latency percentiles cover the sets updated in the last
+    LATENCY_SECONDS of the clock, whatever the rate; a clock that goes back (a looping bag)
+    leaves only what came after."""
+    _, _, series = team_session(offsets=False)
+    now = [0.0]
+    pipeline = TeamPipeline(ROBOTS, "robot_1", clock=lambda: now[0])
+    assert pipeline.update_latency_percentiles([50]) is None
+
+    def feed_late(k_range: range, latency: float) -> None:
+        for k in k_range:
+            now[0] = series["robot_1"].sample(k).stamp + latency
+            feed(pipeline, series, range(k, k + 1))
+
+    feed_late(range(200), 1.0)
+    np.testing.assert_allclose(pipeline.update_latency_percentiles([0, 100]), 1.0)
+    feed_late(range(200, 400), 30.0)  # 29 s later on the clock: the first 200 sets are out
+    np.testing.assert_allclose(pipeline.update_latency_percentiles([0, 100]), 30.0)
+    feed_late(range(400, 450), 0.5)  # the clock went back
+    np.testing.assert_allclose(pipeline.update_latency_percentiles([0, 100]), 0.5)
+    assert pipeline.updates == 450
+
+
 def test_a_silent_robot_is_an_error_and_grasp_kinematics_goes_on_among_the_others():
     team, _, series = team_session(noise=True)
     pipeline = TeamPipeline(ROBOTS, "robot_1", ALIGNING)

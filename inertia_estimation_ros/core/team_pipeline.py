@@ -56,7 +56,7 @@ WARMUP_MIN_SPAN = 4.0  # [s] of samples before the first clock offset estimate
 WARMUP_RETRY = 0.5  # [s] between offset estimates until every offset is known
 RELEASE_CHUNK = 64  # waiting samples pushed between two alignments
 UNTRUSTED = 0.05  # fraction of a robot's samples refused beyond which nothing is valid
-LATENCY_WINDOW = 2000  # latest latencies kept for percentiles
+LATENCY_SECONDS = 10.0  # [s of the clock] the update latencies' percentiles are over
 # EstimatorSettings that the coordinator exposes as parameters.
 ESTIMATOR_PARAMETERS = (
     "sample_rate_hz",
@@ -247,7 +247,8 @@ class TeamPipeline:
         self.last_rejection = ""
         self.resets = 0
         self.events: deque[str] = deque(maxlen=100)  # what changed, for the node's log
-        self.update_latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        # (clock, latencies) of each update in the last LATENCY_SECONDS
+        self._latencies: deque[tuple[float, np.ndarray]] = deque()
         self._reported: Counter = Counter()
         self._frozen = False
         self._plain_senders: tuple = ()  # the robots and frame ids ``push_runs`` last accepted
@@ -585,10 +586,22 @@ class TeamPipeline:
 
     def _record_latency(self, stamps: np.ndarray) -> None:
         """Each accepted set's latency, from its reference stamp to this update (the clock
-        read once per block)."""
-        if self.clock is not None and len(stamps):
-            self.updated_at = now = self.clock()
-            self.update_latencies.extend((now - stamps).tolist())
+        read once per block), kept for ``LATENCY_SECONDS`` of the clock (all of it after the
+        clock went back: a looping bag)."""
+        if self.clock is None or not len(stamps):
+            return
+        self.updated_at = now = self.clock()
+        latencies = self._latencies
+        latencies.append((now, now - stamps))
+        while latencies[0][0] < now - LATENCY_SECONDS or latencies[0][0] > now:
+            latencies.popleft()
+
+    def update_latency_percentiles(self, q: Sequence[float]) -> np.ndarray | None:
+        """Percentiles ``q`` of the update latencies [s] over the last ``LATENCY_SECONDS``
+        of the clock (every rate's same span); None before the first update."""
+        if not self._latencies:
+            return None
+        return np.percentile(np.concatenate([c for _, c in self._latencies]), q)
 
     def _behind(self) -> dict[str, float]:
         """Seconds each robot's newest sample is behind the team's newest (reference time),
@@ -875,8 +888,9 @@ class TeamPipeline:
         for team in self._teams():
             reasons.update(team.estimator.rejection_reasons)
         values |= {f"sets rejected: {k}": str(v) for k, v in sorted(reasons.items())}
-        if self.update_latencies:
-            p50, p99 = np.percentile(self.update_latencies, [50, 99])
+        percentiles = self.update_latency_percentiles([50, 99])
+        if percentiles is not None:
+            p50, p99 = percentiles
             values["update latency p50 [ms]"] = f"{1e3 * p50:.1f}"
             values["update latency p99 [ms]"] = f"{1e3 * p99:.1f}"
         estimate = self.last_estimate

@@ -40,6 +40,7 @@ import threading
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -532,7 +533,8 @@ class _History:
 
     def _append(self, n: int, message: tuple) -> None:
         stamps = message[0]
-        self._make_room(n, len(stamps))
+        if len(stamps) > self.longest or self.count[n] + len(stamps) > self.capacity:
+            self._make_room(n, len(stamps))
         self.messages[n].append(message)
         self.lasts[n].append(stamps[-1])
         self.count[n] += len(stamps)
@@ -564,7 +566,8 @@ class _History:
     def at(self, instant: float) -> TeamInstant:
         """Every robot's newest sample at or before ``instant`` (its oldest kept if none)."""
         found = [self._at_or_before(n, instant) for n in range(len(self.robot_ids))]
-        rows = np.array([self._row(*f) for f in found])
+        values = chain.from_iterable([self._row(*f) for f in found])
+        rows = np.fromiter(values, float, len(found) * COLUMNS).reshape(len(found), COLUMNS)
         F_cov = dV_cov = None
         if rows[:, OWN].any():
             own = np.full((len(found), 2, 6, 6), np.nan)

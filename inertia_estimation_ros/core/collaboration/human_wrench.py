@@ -50,6 +50,7 @@ same for a dict of GraspSamples.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -433,6 +434,10 @@ def _check_instant(instant: TeamInstant, max_spread: float) -> None:
         )
     if not instant.has_g.any():
         raise WrenchUnavailableError("no robot reports gravity: the model's weight is unknown")
+    g = instant.g if instant.has_g.all() else instant.g[instant.has_g]
+    sums = instant.V.sum() + instant.dV.sum() + instant.F[:, 3:].sum() + g.sum()
+    if math.isfinite(sums):  # the usual case (a sum's overflow: the checks below)
+        return
     finite = np.isfinite(np.hstack([instant.V, instant.dV, instant.F[:, 3:]])).all(axis=1)
     if not finite.all():
         rid = instant.robot_ids[int(np.argmin(finite))]

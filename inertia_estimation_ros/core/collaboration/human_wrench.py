@@ -616,14 +616,18 @@ def _gravity_map(theta: np.ndarray, Ad_c: np.ndarray, angle_std: float) -> np.nd
     return _frozen(angle_std * (Ad_c @ J_g))
 
 
+_EYE3 = _frozen(np.eye(3))
+
+
 def _gravity_covariance(instant: TeamInstant, terms: _Terms) -> np.ndarray:
     """Covariance (about the CoM) of the model's weight from the robots' gravity directions,
     each off by a small rotation dphi_i (``SensorNoise.gravity_angle`` per axis, independent
     among robots): g_s = mean_i R_s_i g_i moves by -mean_i R_s_i [g_i] dphi_i, whose
     covariance is sigma^2 (|g|^2 I - g_s g_s^T) / n for n robots reporting gravity."""
     has_g = instant.has_g
-    g_s = np.einsum("nij,nj->i", terms.R_s_i[has_g], instant.g[has_g]) / has_g.sum()
-    cov_g = (g_s @ g_s * np.eye(3) - np.outer(g_s, g_s)) / has_g.sum()
+    count = has_g.sum()
+    g_s = np.einsum("nij,nj->i", terms.R_s_i[has_g], instant.g[has_g]) / count
+    cov_g = (g_s @ g_s * _EYE3 - np.outer(g_s, g_s)) / count
     return terms.gravity @ cov_g @ terms.gravity.T
 
 

@@ -6,13 +6,15 @@ with its covariance) as ``msg/ExternalWrench`` on ``external_wrench``, at most o
 ``1 / external_wrench_rate`` of sample time. It runs in the subscription callbacks
 (``on_raw``, the executor's thread): the wrench leaves as soon as the last robot's sample
 of an instant arrives, without waiting for the worker thread's cycle or a solve. Each
-message's samples are kept as rows of one array per robot (``_History``: stamps on the
-reference clock, twists, wrenches, gravity), and a wrench takes every robot's row of its
-instant at once (``human_wrench.team_wrench``), so no per-sample object is made. A message
-of the usual layout (``grasp_layout``) is kept as its CDR bytes: only its stamps are read
-when it comes, and only the one sample per robot that a wrench uses is read from the bytes
-(at most ``external_wrench_rate`` times a second, whatever the robots' rates and batches;
-the same values, bit for bit, as converting every message, ``ingest.convert_raw``). The
+robot's messages are kept as they came (``_History``: per message its stamps on the
+reference clock and its CDR bytes, or its converted samples' rows), and a wrench takes
+every robot's row of its instant at once (``human_wrench.team_wrench``), so no per-sample
+object is made. A message of the usual layout (``grasp_layout``) costs on arrival one
+``struct`` read of its fixed bytes (is it the layout of the robot's last message?) and one
+of its stamps, in plain Python; only the one sample per robot that a wrench uses is read
+from the bytes, found by bisection (at most ``external_wrench_rate`` times a second,
+whatever the robots' rates and batches; the same values, bit for bit, as converting every
+message, ``ingest.convert_raw``). The
 instant is the newest time every robot has reached (stamps on the reference clock with the
 estimated clock offsets); each robot contributes its sample at or just before it, so one
 wrench sums simultaneous samples whatever order they arrive in. The worker hands over the
@@ -411,7 +413,8 @@ class ExternalWrenchOutput:
 
 
 # The columns of a sample's row (``_History.at``, ``_Converted``): its stamp on the reference
-# clock, has_g, has_torque, whether it carries covariances, two unused (MSG, J), V, dV, F, g.
+# clock, has_g, has_torque, whether it carries covariances, two unused (MSG, J: zero; the
+# columns as they were, so that the instant's arrays are laid out as before), V, dV, F, g.
 STAMP, HAS_G, HAS_TORQUE, OWN, MSG, J = 0, 1, 2, 3, 4, 5
 V, DV, F, G = slice(6, 12), slice(12, 18), slice(18, 24), slice(24, 27)
 COLUMNS = 27
@@ -430,7 +433,7 @@ class _Converted(NamedTuple):
         """Samples ``first`` to ``first + len(stamps)`` of a message (``stamps`` theirs on the
         reference clock); a ``GraspBatch`` appended whole as its arrays (no covariances)."""
         rows = np.zeros((len(stamps), COLUMNS))
-        rows[:, STAMP], rows[:, MSG] = stamps, -1
+        rows[:, STAMP] = stamps
         if isinstance(samples, GraspBatch) and len(rows) == len(samples):
             rows[:, HAS_G], rows[:, HAS_TORQUE] = samples.has_g, samples.has_torque
             rows[:, V], rows[:, DV], rows[:, F] = samples.V_i, samples.dV_i, samples.F_i
@@ -475,7 +478,8 @@ class _History:
 
     @property
     def rows(self) -> np.ndarray:
-        """An empty array of the rows' shape (robots, capacity, 0)."""
+        """(robots, capacity, 0): the rows kept per robot before its oldest are dropped, as
+        the shape of the arrays of rows that this history replaces (tests read it)."""
         return np.empty((len(self.robot_ids), self.capacity, 0))
 
     def clear(self) -> None:

@@ -120,3 +120,59 @@ def test_the_raw_path_keeps_a_bounded_history_and_the_same_wrenches() -> None:
     assert history.first_serial[0] > 0 and len(history.messages[0]) < 1000  # of 1400
     _assert_same_output(lazy, full)
     assert lazy[0].counts()["published"] > 30
+
+
+def _shuffled_stream(seed: int) -> tuple:
+    """Three robots at 1 kHz for 3 s, messages of K in 1, 3, 10 or 40 (GraspState or
+    GraspStateArray) with the stamps of a few swapped inside a message, messages sent twice or
+    missing, the last robot silent for 0.3 s (then late), a clock jump 1.5 s back."""
+    rng = np.random.default_rng(seed)
+    ids = ("r1", "r2", "r3")
+    model, noise = _model(rng, ids), _noise(rng)
+    offsets = {r: float(rng.uniform(-0.002, 0.002)) for r in ids}
+    t = np.arange(3000) * 1e-3 + 1.0
+    t[2000:] -= 1.5
+    messages, start = [], 0
+    while start < len(t):
+        size = int(rng.choice([1, 3, 10, 40]))
+        for rid in ids:
+            if (rid == "r3" and 800 <= start < 1100) or rng.uniform() < 0.02:
+                continue
+            stamps = t[start : start + size].copy()
+            if len(stamps) > 2 and rng.uniform() < 0.1:
+                stamps[[0, 1]] = stamps[[1, 0]]
+            samples = [_sample(rng, rid, float(s), True) for s in stamps]
+            frame, home = f"{rid}/grasp", f"{rid}/home"
+            if size == 1 and rng.uniform() < 0.5:
+                topic, msg = "grasp_state", to_grasp_state(samples[0], frame, home)
+            else:
+                samples = [replace(s, g_i=samples[0].g_i) for s in samples]
+                topic, msg = "grasp_state_array", to_grasp_state_array(samples, frame, home)
+            messages.append((rid, topic, serialize_message(msg)))
+            if rng.uniform() < 0.02:
+                messages.append(messages[-1])
+        start += size
+    return ids, model, noise, offsets, messages
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_the_raw_path_equals_converting_with_shuffled_stamps_and_mixed_batches(seed: int) -> None:
+    """``on_raw`` against ``on_message`` (the oracle) on ``_shuffled_stream``: the same
+    wrenches, counts and checks, and what the checks were handed, array for array."""
+    ids, model, noise, offsets, messages = _shuffled_stream(seed)
+    lazy, full = _outputs(ids, model, noise, offsets, 200.0, 0.5)
+    handed = []
+    for output, _ in (lazy, full):
+        seen, add = [], output.checks.add
+        output.checks.add = lambda *a, seen=seen, add=add: (seen.append(a), add(*a))
+        handed.append(seen)
+    for rid, topic, raw in messages:
+        lazy[0].on_raw(rid, topic, raw)
+        full[0].on_message(convert_raw(rid, topic, raw))
+    _assert_same_output(lazy, full)
+    assert lazy[0].counts()["published"] > 100
+    assert len(handed[0]) == len(handed[1])
+    for (team, result, *_), (expected_team, expected, *_) in zip(*handed, strict=True):
+        for x, y in zip(team[1:], expected_team[1:], strict=True):
+            assert (x is None and y is None) or np.array_equal(x, y, equal_nan=True)
+        assert np.array_equal(result.covariance, expected.covariance)

@@ -6,13 +6,15 @@ with its covariance) as ``msg/ExternalWrench`` on ``external_wrench``, at most o
 ``1 / external_wrench_rate`` of sample time. It runs in the subscription callbacks
 (``on_raw``, the executor's thread): the wrench leaves as soon as the last robot's sample
 of an instant arrives, without waiting for the worker thread's cycle or a solve. Each
-message's samples are kept as rows of one array per robot (``_History``: stamps on the
-reference clock, twists, wrenches, gravity), and a wrench takes every robot's row of its
-instant at once (``human_wrench.team_wrench``), so no per-sample object is made. A message
-of the usual layout (``grasp_layout``) is kept as its CDR bytes: only its stamps are read
-when it comes, and only the one sample per robot that a wrench uses is read from the bytes
-(at most ``external_wrench_rate`` times a second, whatever the robots' rates and batches;
-the same values, bit for bit, as converting every message, ``ingest.convert_raw``). The
+robot's messages are kept as they came (``_History``: per message its stamps on the
+reference clock and its CDR bytes, or its converted samples' rows), and a wrench takes
+every robot's row of its instant at once (``human_wrench.team_wrench``), so no per-sample
+object is made. A message of the usual layout (``grasp_layout``) costs on arrival one
+``struct`` read of its fixed bytes (is it the layout of the robot's last message?) and one
+of its stamps, in plain Python; only the one sample per robot that a wrench uses is read
+from the bytes, found by bisection (at most ``external_wrench_rate`` times a second,
+whatever the robots' rates and batches; the same values, bit for bit, as converting every
+message, ``ingest.convert_raw``). The
 instant is the newest time every robot has reached (stamps on the reference clock with the
 estimated clock offsets); each robot contributes its sample at or just before it, so one
 wrench sums simultaneous samples whatever order they arrive in. The worker hands over the
@@ -37,8 +39,10 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections import Counter, deque
+from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import NamedTuple
 
 import numpy as np
@@ -55,7 +59,7 @@ from ..core.collaboration.vibration import VibrationMeter
 from ..core.samples import GraspBatch, GraspSample
 from ..core.team_pipeline import TeamPipeline
 from ..msg import ExternalWrench
-from .grasp_layout import LAYOUTS, RawLayout
+from .grasp_layout import LAYOUTS, STRINGS, RawLayout
 from .ingest import GraspMessage, convert_raw
 from .interface import RELIABLE_QOS, Topic
 from .parameters import Param
@@ -141,42 +145,60 @@ class _Inputs(NamedTuple):
 
 class _Plan(NamedTuple):
     """Where the fields a wrench reads lie in the bytes of messages of one ``RawLayout``:
-    the first sample's stamp (sec, nanosec), twist, twist derivative, wrench and gravity
-    (None: not reported); the k-th sample's at k times the field's width further."""
+    the first sample's twist, twist derivative, wrench and gravity (None: not reported),
+    the k-th sample's at k times the field's width further; ``fixed`` reads the bytes that
+    every message of the layout shares (``RawLayout.matches``: the strings, the
+    encapsulation, array lengths and flags; ``template`` the layout's), ``times`` the
+    samples' sec and nanosec, each with one precompiled ``struct``."""
 
     layout: RawLayout
     samples: int  # K per message
     sec: int
-    nanosec: int
     twist: int
     twist_derivative: int
     wrench: int
     gravity: int | None
     has_force: bool
     has_torque: bool
+    fixed: struct.Struct
+    template: tuple
+    times: struct.Struct
+    orientation: int | None  # a GraspState's (its quaternion must not be zero)
 
     @classmethod
     def of(cls, layout: RawLayout) -> _Plan:
         at = {name: (count, offset) for name, _, count, offset in layout.fields}
         has_force, has_torque, has_gravity = layout.flags
+        k, sec, nanosec = at["sec"][0], at["sec"][1], at["nanosec"][1]
+        fixed = _fixed_bytes(layout)
         return cls(
             layout,
-            at["sec"][0],
-            at["sec"][1],
-            at["nanosec"][1],
+            k,
+            sec,
             at["twist"][1],
             at["twist_derivative"][1],
             at["wrench"][1],
             at["gravity"][1] if has_gravity else None,
             has_force,
             has_torque,
+            fixed,
+            fixed.unpack_from(layout.raw),
+            struct.Struct(f"<{k}i{nanosec - sec - 4 * k}x{k}I"),
+            at["orientation"][1] if layout.grasp_state else None,
         )
 
-    def stamps(self, raw: bytes) -> np.ndarray:
-        """The samples' stamps [s], as ``conversions.grasp_samples`` computes them."""
-        k = self.samples
-        stamps = np.frombuffer(raw, np.int32, k, self.sec).astype(np.int64)
-        return stamps + 1e-9 * np.frombuffer(raw, np.uint32, k, self.nanosec).astype(np.int64)
+    def matches(self, raw: bytes) -> bool:
+        """``RawLayout.matches``: the layout's length and fixed bytes (and for a GraspState a
+        quaternion not zero)."""
+        if len(raw) != self.layout.length or self.fixed.unpack_from(raw) != self.template:
+            return False
+        return self.orientation is None or any(_QUATERNION.unpack_from(raw, self.orientation))
+
+    def stamps(self, raw: bytes, offset: float) -> list[float]:
+        """The samples' stamps [s] minus ``offset``, as ``conversions.grasp_samples``
+        computes them (sec + 1e-9 nanosec in float64) and then ``- offset``."""
+        times, k = self.times.unpack_from(raw, self.sec), self.samples
+        return [s + 1e-9 * ns - offset for s, ns in zip(times[:k], times[k:], strict=True)]
 
     def values(self, raw: bytes, k: int) -> tuple[float, ...]:
         """Sample k's V, dV, F (angular first, an unsensed half NaN) and g (NaN if not
@@ -190,7 +212,19 @@ class _Plan(NamedTuple):
         return v[3:] + v[:3] + dv[3:] + dv[:3] + torque + force + g
 
 
-_SIX, _THREE = struct.Struct("<6d"), struct.Struct("<3d")
+def _fixed_bytes(layout: RawLayout) -> struct.Struct:
+    """A struct that reads a message's bytes that ``layout.matches`` compares: its strings and
+    its spans (each as one bytes value, the rest skipped)."""
+    spans = [(STRINGS, STRINGS + len(layout.strings))]
+    spans += [(a, min(b, layout.length)) for a, b in layout.spans]
+    form, at = "<", 0
+    for a, b in sorted(s for s in spans if s[1] > s[0]):
+        form += f"{a - at}x{b - a}s"
+        at = b
+    return struct.Struct(form)
+
+
+_SIX, _THREE, _QUATERNION = struct.Struct("<6d"), struct.Struct("<3d"), struct.Struct("<4d")
 _NAN3 = (np.nan,) * 3
 
 
@@ -270,7 +304,7 @@ class ExternalWrenchOutput:
         if plan.layout.frame_id != self.frame_of(robot_id) or not plan.samples:
             return None
         n, offset = self._robots[robot_id], inputs.offsets.get(robot_id, 0.0)
-        if self._history.add_raw(n, raw, plan, plan.stamps(raw) - offset, self.clock_jump):
+        if self._history.add_raw(n, raw, plan, plan.stamps(raw, offset), self.clock_jump):
             self._last_slot = -np.inf  # the clock restarted
         return self._publish_instant(inputs, robot_id)
 
@@ -278,7 +312,7 @@ class ExternalWrenchOutput:
         """The plan of a message's layout (the last one's, if it has it); None for bytes of
         no layout (``grasp_layout``: read by rclpy and refused by name there)."""
         plan = self._plans.get((robot_id, topic))
-        if plan is not None and plan.layout.matches(raw):
+        if plan is not None and plan.matches(raw):
             return plan
         layout = LAYOUTS[topic](raw, robot_id)
         if layout is None or not layout.matches(raw):
@@ -378,63 +412,119 @@ class ExternalWrenchOutput:
         )
 
 
-# The columns of a sample's row in ``_History``; a row read from a message's bytes when
-# used (``_History.add_raw``) has its message's serial number (MSG) and the sample's index
-# in it (J), and V, dV, F, g unset until then; the other rows have MSG -1.
+# The columns of a sample's row (``_History.at``, ``_Converted``): its stamp on the reference
+# clock, has_g, has_torque, whether it carries covariances, two unused (MSG, J: zero; the
+# columns as they were, so that the instant's arrays are laid out as before), V, dV, F, g.
 STAMP, HAS_G, HAS_TORQUE, OWN, MSG, J = 0, 1, 2, 3, 4, 5
 V, DV, F, G = slice(6, 12), slice(12, 18), slice(18, 24), slice(24, 27)
 COLUMNS = 27
-_Write = Callable[[int, slice, int], None]  # ``_History._add``'s write
+_NO_ID = (0.0, 0.0)  # a row's MSG and J
+
+
+class _Converted(NamedTuple):
+    """Converted samples' rows (``COLUMNS``) and their covariances (k, 2, 6, 6: F, dV; None
+    if none carries one), as a message's part of ``_History``."""
+
+    rows: np.ndarray
+    covariances: np.ndarray | None
+
+    @classmethod
+    def of(cls, samples: Sequence[GraspSample], stamps: list[float], first: int) -> _Converted:
+        """Samples ``first`` to ``first + len(stamps)`` of a message (``stamps`` theirs on the
+        reference clock); a ``GraspBatch`` appended whole as its arrays (no covariances)."""
+        rows = np.zeros((len(stamps), COLUMNS))
+        rows[:, STAMP] = stamps
+        if isinstance(samples, GraspBatch) and len(rows) == len(samples):
+            rows[:, HAS_G], rows[:, HAS_TORQUE] = samples.has_g, samples.has_torque
+            rows[:, V], rows[:, DV], rows[:, F] = samples.V_i, samples.dV_i, samples.F_i
+            rows[:, G] = samples.g_i
+            return cls(rows, None)
+        covariances = None
+        for j, row in enumerate(rows):
+            sample = samples[first + j]
+            row[HAS_G], row[HAS_TORQUE] = sample.g_i is not None, sample.has_torque
+            row[V], row[DV], row[F] = sample.V_i, sample.dV_i, sample.F_i
+            row[G] = np.nan if sample.g_i is None else sample.g_i
+            own = (sample.F_cov, sample.dV_cov)
+            row[OWN] = any(c is not None for c in own)
+            if row[OWN]:
+                if covariances is None:
+                    covariances = np.full((len(rows), 2, 6, 6), np.nan)
+                for which, C in enumerate(own):
+                    covariances[j, which] = np.nan if C is None else C
+        return cls(rows, covariances)
 
 
 class _History:
-    """Every robot's newest samples as rows (``COLUMNS``: stamp on the reference clock,
-    has_g, has_torque, whether it carries covariances, V, dV, F, g) of one array, robot by
-    robot in time order; the covariances of the samples that carry them in a second one,
-    made when the first comes; the CDR bytes of the messages whose rows are read when used.
-    At least ``HISTORY`` messages are kept per robot."""
+    """Every robot's newest samples, message by message (``messages[n]``: robot n's, oldest
+    first, each (stamps on the reference clock, CDR bytes, ``_Plan``, the samples' indices
+    in the message or None for all of them) or (stamps, None, ``_Converted``, None)), the
+    stamps strictly increasing over a robot's messages. A message's only work on arrival is
+    its stamps; the one row per robot a wrench uses is read when it is computed (``at``).
+    At least ``HISTORY`` messages are kept per robot: robot n's ``count[n]`` newest samples
+    (its oldest message's first ``skip[n]`` samples dropped), trimmed as the arrays of rows
+    were (``_make_room``: the same rows kept, so the same oldest sample)."""
 
     def __init__(self, robot_ids: tuple[str, ...]) -> None:
         self.robot_ids = robot_ids
         self.longest = 1  # samples in the longest message so far
-        self.rows = np.empty((len(robot_ids), 0, COLUMNS))  # grown as messages come
-        self.stamps = np.empty((len(robot_ids), 0))  # inf beyond the count
-        self.count = np.zeros(len(robot_ids), dtype=int)
+        self.capacity = 0  # rows per robot before the oldest are dropped (grown as they come)
+        self.count = [0] * len(robot_ids)
         self.newest = [-np.inf] * len(robot_ids)  # floats: read per message
-        self.covariances: np.ndarray | None = None  # (robots, capacity, 2, 6, 6): F, dV
-        self.messages: list[deque[tuple[bytes, _Plan]]] = [deque() for _ in robot_ids]
-        self.first_serial = [0] * len(robot_ids)  # the serial number of messages[n][0]
+        self.messages: list[list[tuple]] = [[] for _ in robot_ids]
+        self.lasts: list[list[float]] = [[] for _ in robot_ids]  # each message's newest stamp
+        self.skip = [0] * len(robot_ids)
+        self.first_serial = [0] * len(robot_ids)  # messages dropped so far
+
+    @property
+    def rows(self) -> np.ndarray:
+        """(robots, capacity, 0): the rows kept per robot before its oldest are dropped, as
+        the shape of the arrays of rows that this history replaces (tests read it)."""
+        return np.empty((len(self.robot_ids), self.capacity, 0))
 
     def clear(self) -> None:
-        self.count[:] = 0
-        self.stamps[:] = np.inf
-        self.newest[:] = [-np.inf] * len(self.newest)
         for n, messages in enumerate(self.messages):
             self.first_serial[n] += len(messages)
             messages.clear()
+            self.lasts[n].clear()
+        self.count[:] = [0] * len(self.count)
+        self.skip[:] = [0] * len(self.skip)
+        self.newest[:] = [-np.inf] * len(self.newest)
 
     def add(self, n: int, samples: Sequence[GraspSample], offset: float, clock_jump: float) -> bool:
         """Robot n's samples (its stamps minus ``offset``: the reference clock) after its
         newest; a stamp more than ``clock_jump`` before it (a looping bag) clears every
         robot's samples first. Returns whether that happened."""
         if isinstance(samples, GraspBatch):
-            stamps = samples.stamps - offset
+            stamps = (samples.stamps - offset).tolist()
         else:
-            stamps = np.fromiter((s.stamp for s in samples), float, len(samples)) - offset
-        return self._add(n, stamps, clock_jump, lambda *rows: self._set_samples(samples, *rows))
+            stamps = (
+                np.fromiter((s.stamp for s in samples), float, len(samples)) - offset
+            ).tolist()
+        return self._add(
+            n,
+            stamps,
+            clock_jump,
+            lambda part, first: (None, _Converted.of(samples, part, first), None),
+        )
 
     def add_raw(
-        self, n: int, raw: bytes, plan: _Plan, stamps: np.ndarray, clock_jump: float
+        self, n: int, raw: bytes, plan: _Plan, stamps: list[float], clock_jump: float
     ) -> bool:
         """``add`` of a message's CDR bytes of ``plan``'s layout, its samples' ``stamps`` on
         the reference clock: the rest of a row is read when a wrench uses it (``at``)."""
-        return self._add(n, stamps, clock_jump, lambda *rows: self._set_raw(raw, plan, *rows))
+        if stamps[0] > self.newest[n] and (
+            len(stamps) == 1 or all(map(float.__lt__, stamps, stamps[1:]))
+        ):
+            self._append(n, (stamps, raw, plan, None))  # the usual case: a message in time order
+            return False
+        return self._add(n, stamps, clock_jump, lambda part, first: (raw, plan, (first,)))
 
-    def _add(self, n: int, stamps: np.ndarray, clock_jump: float, write: _Write) -> bool:
-        """``add``: ``write(n, rows, first)`` sets robot n's rows (a slice) to its samples
-        from index ``first`` of the message on."""
-        if stamps[0] > self.newest[n] and (len(stamps) == 1 or (stamps[1:] > stamps[:-1]).all()):
-            self._append(n, stamps, write, 0)  # the usual case: a message in time order
+    def _add(self, n: int, stamps: list[float], clock_jump: float, part: Callable) -> bool:
+        """``add``: ``part(stamps, first)`` is a message's entry but its stamps, for its
+        samples from index ``first`` on."""
+        if stamps[0] > self.newest[n] and all(map(float.__lt__, stamps, stamps[1:])):
+            self._append(n, (stamps, *part(stamps, 0)))  # in time order
             return False
         restarted = False
         for k, stamp in enumerate(stamps):  # one by one
@@ -442,107 +532,52 @@ class _History:
                 self.clear()
                 restarted = True
             if stamp > self.newest[n]:
-                self._append(n, stamps[k : k + 1], write, k)
+                self._append(n, ([stamp], *part([stamp], k)))
         return restarted
 
-    def _append(self, n: int, stamps: np.ndarray, write: _Write, first: int) -> None:
-        k = len(stamps)
-        self._make_room(n, k)
-        c = self.count[n]
-        self.rows[n, c : c + k, STAMP] = stamps
-        write(n, slice(c, c + k), first)
-        self.stamps[n, c : c + k] = stamps
-        self.count[n] = c + k
-        self.newest[n] = float(stamps[-1])
-
-    def _set_samples(self, samples: Sequence[GraspSample], n: int, at: slice, first: int) -> None:
-        rows = self.rows[n, at]
-        rows[:, MSG] = -1
-        if isinstance(samples, GraspBatch) and len(rows) == len(samples):
-            rows[:, HAS_G], rows[:, HAS_TORQUE], rows[:, OWN] = samples.has_g, samples.has_torque, 0
-            rows[:, V], rows[:, DV], rows[:, F] = samples.V_i, samples.dV_i, samples.F_i
-            rows[:, G] = samples.g_i
-        else:
-            for j in range(len(rows)):
-                self._set_row(n, at.start + j, samples[first + j])
-
-    def _set_raw(self, raw: bytes, plan: _Plan, n: int, at: slice, first: int) -> None:
-        messages = self.messages[n]
-        if not messages or messages[-1][0] is not raw:
-            messages.append((raw, plan))
-        rows = self.rows[n, at]
-        rows[:, HAS_G], rows[:, HAS_TORQUE] = plan.gravity is not None, plan.has_torque
-        rows[:, OWN] = 0
-        rows[:, MSG] = self.first_serial[n] + len(messages) - 1
-        rows[:, J] = np.arange(first, first + len(rows))
-
-    def _set_row(self, n: int, j: int, sample: GraspSample) -> None:
-        row = self.rows[n, j]
-        row[HAS_G], row[HAS_TORQUE] = sample.g_i is not None, sample.has_torque
-        row[V], row[DV], row[F] = sample.V_i, sample.dV_i, sample.F_i
-        row[G] = np.nan if sample.g_i is None else sample.g_i
-        own = (sample.F_cov, sample.dV_cov)
-        row[OWN] = any(c is not None for c in own)
-        if row[OWN]:
-            if self.covariances is None:
-                self.covariances = np.empty(self.rows.shape[:2] + (2, 6, 6))
-            for which, C in enumerate(own):
-                self.covariances[n, j, which] = np.nan if C is None else C
+    def _append(self, n: int, message: tuple) -> None:
+        stamps = message[0]
+        if len(stamps) > self.longest or self.count[n] + len(stamps) > self.capacity:
+            self._make_room(n, len(stamps))
+        self.messages[n].append(message)
+        self.lasts[n].append(stamps[-1])
+        self.count[n] += len(stamps)
+        self.newest[n] = stamps[-1]
 
     def _make_room(self, n: int, k: int) -> None:
         """Room for k more rows of robot n: its oldest rows beyond ``HISTORY`` messages
-        dropped, and a larger array if that is not enough."""
+        dropped, and a larger capacity if that is not enough."""
         self.longest = max(self.longest, k)
         depth = HISTORY * self.longest
-        if self.count[n] + k <= self.rows.shape[1]:
+        if self.count[n] + k <= self.capacity:
             return
-        if self.rows.shape[1] < depth + depth // 4 + k:
-            self._grow(depth + depth // 4 + k)
-            if self.count[n] + k <= self.rows.shape[1]:
+        if self.capacity < depth + depth // 4 + k:
+            self.capacity = depth + depth // 4 + k
+            if self.count[n] + k <= self.capacity:
                 return
-        keep = min(int(self.count[n]), depth)
-        start = self.count[n] - keep
-        for array in (self.rows, self.stamps, self.covariances):
-            if array is not None:
-                array[n, :keep] = array[n, start : start + keep]
-        self.stamps[n, keep:] = np.inf
-        self.count[n] = keep
-        self._drop_messages(n)
+        self._drop(n, self.count[n] - min(self.count[n], depth))
 
-    def _drop_messages(self, n: int) -> None:
-        """Robot n's messages older than its oldest row read from bytes."""
-        serials = self.rows[n, : self.count[n], MSG]
-        serials = serials[serials >= 0]
-        messages = self.messages[n]
-        oldest = serials.min() if len(serials) else self.first_serial[n] + len(messages)
-        while self.first_serial[n] < oldest:
-            messages.popleft()
-            self.first_serial[n] += 1
-
-    def _grow(self, capacity: int) -> None:
-        """Room for ``capacity`` rows per robot (rows beyond a robot's count are never read)."""
-
-        def wider(array: np.ndarray, fill: float | None = None) -> np.ndarray:
-            shape = (array.shape[0], capacity - array.shape[1]) + array.shape[2:]
-            more = np.empty(shape) if fill is None else np.full(shape, fill)
-            return np.concatenate([array, more], axis=1)
-
-        self.rows, self.stamps = wider(self.rows), wider(self.stamps, np.inf)
-        if self.covariances is not None:
-            self.covariances = wider(self.covariances)
+    def _drop(self, n: int, rows: int) -> None:
+        """Robot n's ``rows`` oldest samples (and the messages left without any)."""
+        messages, skip, gone = self.messages[n], self.skip[n] + rows, 0
+        while gone < len(messages) and len(messages[gone][0]) <= skip:
+            skip -= len(messages[gone][0])
+            gone += 1
+        del messages[:gone], self.lasts[n][:gone]
+        self.first_serial[n] += gone
+        self.skip[n], self.count[n] = skip, self.count[n] - rows
 
     def at(self, instant: float) -> TeamInstant:
         """Every robot's newest sample at or before ``instant`` (its oldest kept if none)."""
-        robots = np.arange(len(self.robot_ids))
-        index = np.maximum(self._at_or_before(instant) - 1, 0)
-        rows = self.rows[robots, index]
-        unread = np.flatnonzero(rows[:, MSG] >= 0)
-        if len(unread):
-            rows[unread, V.start : G.stop] = [self._values(n, rows[n]) for n in unread]
+        found = [self._at_or_before(n, instant) for n in range(len(self.robot_ids))]
+        values = chain.from_iterable([self._row(*f) for f in found])
+        rows = np.fromiter(values, float, len(found) * COLUMNS).reshape(len(found), COLUMNS)
         F_cov = dV_cov = None
         if rows[:, OWN].any():
-            own = self.covariances[robots, index]
-            own[rows[:, OWN] == 0] = np.nan
+            own = np.full((len(found), 2, 6, 6), np.nan)
+            for n, (message, j) in enumerate(found):
+                if rows[n, OWN]:
+                    own[n] = message[2].covariances[j]
             F_cov, dV_cov = (None if np.isnan(C).all() else C for C in (own[:, 0], own[:, 1]))
         return TeamInstant(
             self.robot_ids,
@@ -557,19 +592,24 @@ class _History:
             dV_cov,
         )
 
-    def _values(self, n: int, row: np.ndarray) -> tuple[float, ...]:
-        """V, dV, F, g of robot n's row read from its message's bytes."""
-        raw, plan = self.messages[n][int(row[MSG]) - self.first_serial[n]]
-        return plan.values(raw, int(row[J]))
+    def _at_or_before(self, n: int, instant: float) -> tuple[tuple, int]:
+        """(robot n's message, the sample's index in its entry) of its newest sample at or
+        before ``instant`` (its oldest kept if none)."""
+        messages = self.messages[n]
+        m = bisect_right(self.lasts[n], instant)  # messages[:m] end at or before it
+        if m < len(messages):
+            j = bisect_right(messages[m][0], instant) - 1
+            if j >= (self.skip[n] if m == 0 else 0):
+                return messages[m], j
+            if m == 0:
+                return messages[0], self.skip[n]
+        return messages[m - 1], len(messages[m - 1][0]) - 1
 
-    def _at_or_before(self, instant: float) -> np.ndarray:
-        """Per robot, how many of its samples are at or before ``instant``: counted among its
-        newest rows (where the instant usually is), else among all of its rows."""
-        width = min(8 * self.longest, self.stamps.shape[1])
-        start = np.maximum(self.count - width, 0)
-        columns = start[:, None] + np.arange(width)
-        robots = np.arange(len(self.robot_ids))[:, None]
-        below = start + (self.stamps[robots, columns] <= instant).sum(axis=1)
-        for n in np.flatnonzero((below == start) & (start > 0)):  # further back
-            below[n] = np.searchsorted(self.stamps[n, : self.count[n]], instant, side="right")
-        return below
+    @staticmethod
+    def _row(message: tuple, j: int) -> tuple[float, ...] | np.ndarray:
+        """Sample j's row of a message's entry in ``messages``."""
+        stamps, raw, plan, indices = message
+        if raw is None:
+            return plan.rows[j]
+        flags = (stamps[j], plan.gravity is not None, plan.has_torque, 0.0) + _NO_ID
+        return flags + plan.values(raw, j if indices is None else indices[j])

@@ -50,6 +50,7 @@ same for a dict of GraspSamples.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -433,6 +434,10 @@ def _check_instant(instant: TeamInstant, max_spread: float) -> None:
         )
     if not instant.has_g.any():
         raise WrenchUnavailableError("no robot reports gravity: the model's weight is unknown")
+    g = instant.g if instant.has_g.all() else instant.g[instant.has_g]
+    sums = instant.V.sum() + instant.dV.sum() + instant.F[:, 3:].sum() + g.sum()
+    if math.isfinite(sums):  # the usual case (a sum's overflow: the checks below)
+        return
     finite = np.isfinite(np.hstack([instant.V, instant.dV, instant.F[:, 3:]])).all(axis=1)
     if not finite.all():
         rid = instant.robot_ids[int(np.argmin(finite))]
@@ -611,14 +616,18 @@ def _gravity_map(theta: np.ndarray, Ad_c: np.ndarray, angle_std: float) -> np.nd
     return _frozen(angle_std * (Ad_c @ J_g))
 
 
+_EYE3 = _frozen(np.eye(3))
+
+
 def _gravity_covariance(instant: TeamInstant, terms: _Terms) -> np.ndarray:
     """Covariance (about the CoM) of the model's weight from the robots' gravity directions,
     each off by a small rotation dphi_i (``SensorNoise.gravity_angle`` per axis, independent
     among robots): g_s = mean_i R_s_i g_i moves by -mean_i R_s_i [g_i] dphi_i, whose
     covariance is sigma^2 (|g|^2 I - g_s g_s^T) / n for n robots reporting gravity."""
     has_g = instant.has_g
-    g_s = np.einsum("nij,nj->i", terms.R_s_i[has_g], instant.g[has_g]) / has_g.sum()
-    cov_g = (g_s @ g_s * np.eye(3) - np.outer(g_s, g_s)) / has_g.sum()
+    count = has_g.sum()
+    g_s = np.einsum("nij,nj->i", terms.R_s_i[has_g], instant.g[has_g]) / count
+    cov_g = (g_s @ g_s * _EYE3 - np.outer(g_s, g_s)) / count
     return terms.gravity @ cov_g @ terms.gravity.T
 
 

@@ -130,6 +130,14 @@ def gravity_units(T_i0_i: np.ndarray, g_i: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(h / np.linalg.norm(h, axis=-1, keepdims=True))
 
 
+def sample_gravity_units(T_i0_i: np.ndarray, g_i: np.ndarray) -> np.ndarray:
+    """``HomeGravity.add``'s unit vector (K, 3) of one sample of each of K robots, poses
+    (K, 4, 4) and gravity vectors (K, 3), rounded as ``add`` rounds it (one matrix-vector
+    product and one dot per robot)."""
+    h = np.matmul(T_i0_i[:, :3, :3], g_i[:, :, None])[..., 0]
+    return h / np.sqrt([v.dot(v) for v in h])[:, None]
+
+
 @dataclass
 class HomeGravity:
     """A robot's gravity direction in its fixed home frame: the mean of R_i0_i g_i / |g_i|.

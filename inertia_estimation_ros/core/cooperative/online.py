@@ -85,6 +85,7 @@ from .grasp_kinematics import (
     refine_grasps_from_poses,
     residual_map_of,
     robust_weights,
+    sample_gravity_units,
     stacked_adjoint,
 )
 from .settings import EstimatorSettings
@@ -423,12 +424,12 @@ class TeamEstimator:
     def _add_gravity(self, T: np.ndarray, g: np.ndarray, has_g: np.ndarray) -> None:
         """Every robot's gravity directions in its home frame (``HomeGravity``), at once."""
         robots = np.flatnonzero(has_g)
-        if len(T) == 1:  # one set: ``add``
-            for k in robots:
-                self._gravity[self.robot_ids[k]].add_batch(T[:, k], g[:, k])
-            return
-        units = gravity_units(T[:, robots].swapaxes(0, 1), g[:, robots].swapaxes(0, 1))
-        totals, outers = units.sum(axis=1), np.matmul(units.transpose(0, 2, 1), units)
+        if len(T) == 1:  # one set: rounded as ``HomeGravity.add`` rounds it
+            totals = sample_gravity_units(T[0, robots], g[0, robots])
+            outers = totals[:, :, None] * totals[:, None, :]
+        else:
+            units = gravity_units(T[:, robots].swapaxes(0, 1), g[:, robots].swapaxes(0, 1))
+            totals, outers = units.sum(axis=1), np.matmul(units.transpose(0, 2, 1), units)
         for k, total, outer in zip(robots.tolist(), totals, outers, strict=True):
             self._gravity[self.robot_ids[k]].add_sums(total, outer, len(T))  # ``add_units``
 

@@ -74,11 +74,17 @@ class StackedMoments:
         self.samples += 1
 
     def add_rows(
-        self, X: np.ndarray, weights: np.ndarray, weighted: np.ndarray | None = None
+        self,
+        X: np.ndarray,
+        weights: np.ndarray,
+        weighted: np.ndarray | None = None,
+        product: np.ndarray | None = None,
     ) -> None:
         """Accumulate stacked vectors X (Q, dim) with their weights (Q,): ``add`` per row;
-        ``weighted``: X * weights[:, None] if the caller has it."""
-        self.S += (X * weights[:, None] if weighted is None else weighted).T @ X
+        ``weighted``: X * weights[:, None], ``product``: weighted^T X, if the caller has it."""
+        if product is None:
+            product = (X * weights[:, None] if weighted is None else weighted).T @ X
+        self.S += product
         self.weight += float(weights.sum())
         self.samples += len(X)
 

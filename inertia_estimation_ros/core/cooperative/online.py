@@ -455,9 +455,13 @@ class TeamEstimator:
         block sums); returns their robust weights."""
         weights = self._kinematic_weights(kind, X)
         weighted = X * weights[:, None]  # the moments' and the block sums' rows
-        (self._twists if kind == "twists" else self._poses).add_rows(X, weights, weighted)
+        product = None  # one row of unit weight: both take its products x x^T, made once
+        if len(X) == 1 and weights[0] == 1.0:
+            product = weighted.T @ X
+        moments = self._twists if kind == "twists" else self._poses
+        moments.add_rows(X, weights, weighted, product)
         if kind == self.settings.kinematics_source and self.settings.residual_correlation_lags:
-            self._kinematic_blocks.add_rows(weighted)
+            self._kinematic_blocks.add_rows(weighted, product)
         return weights
 
     def _add_still(self, y: np.ndarray, weights: np.ndarray, static: np.ndarray) -> None:

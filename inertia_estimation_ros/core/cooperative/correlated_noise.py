@@ -193,7 +193,11 @@ class ResidualCorrelation:
         recent = np.roll(self._buffer, -self._position, axis=0)[self.lags - self._filled :]
         X = np.vstack([recent, R])
         start = len(recent)
-        for lag in range(1, self.lags + 1):
+        kept = min(start, self.lags)  # lags 1..kept: every new residual has its partner
+        if kept:  # one product for them all, each lag's sum as ``np.sum`` sums it
+            partners = X[(start - np.arange(1, kept + 1))[:, None] + np.arange(len(R))]
+            self.lagged[:kept] += (partners * X[start:]).reshape(kept, -1).sum(axis=1)
+        for lag in range(kept + 1, self.lags + 1):
             first = max(start, lag)
             if first < len(X):
                 self.lagged[lag - 1] += np.sum(X[first:] * X[first - lag : len(X) - lag])

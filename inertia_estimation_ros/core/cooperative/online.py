@@ -182,8 +182,9 @@ def _rotation_checks(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _finite_sets(block: SetBlock) -> np.ndarray:
-    """Per set (Q,): every value ``_check`` needs finite is (wrenches as sensed, gravity where
-    reported, of size >= 1e-6). One sum first: if it is finite, so is every value."""
+    """Per set (Q,): whether every value ``_check`` needs finite is finite (the wrenches as
+    sensed, gravity where reported and of size >= 1e-6). One sum of all values first: if it
+    is finite, so is every value, and no set is checked alone."""
     q = len(block)
     has_g = block.has_g[0]
     total = block.T_i0_i.sum() + block.V_i.sum() + block.dV_i.sum() + block.F_i.sum()

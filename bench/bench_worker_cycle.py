@@ -12,7 +12,7 @@ same bytes, on single-threaded BLAS as the coordinator runs it. Deterministic in
 timing assertion; ``--profile`` prints cProfile's top functions of one replay per case.
 
     .venv/bin/python bench/bench_worker_cycle.py [--cases 100:3,500:8,1000:16] [--repeat 5]
-        [--duration 4] [--warmup 1] [--cycle 0.01] [--profile 25]
+        [--duration 4] [--warmup 1] [--cycle 0.01] [--profile 25] [--fit]
 """
 
 from __future__ import annotations
@@ -37,13 +37,17 @@ from inertia_estimation_ros.ros.ingest import RawReader, push_raw
 CASES = ((100.0, 3), (500.0, 8), (1000.0, 16))
 
 
-def replay(ids: tuple, cycles: list, rate: float) -> np.ndarray:
-    """CPU seconds of each cycle (push_raw, then process) of one replay into a new pipeline."""
+def replay(ids: tuple, cycles: list, rate: float, fit_at: int | None = None) -> np.ndarray:
+    """CPU seconds of each cycle (push_raw, then process) of one replay into a new pipeline;
+    ``fit_at``: solve once (not counted) before that cycle, as the node's solves do, so that
+    the cycles after it take the fit's residuals and robust weights."""
     settings = PipelineSettings.from_parameters({"sample_rate_hz": rate})
     pipeline = TeamPipeline(ids, ids[0], settings, clock=time.monotonic)
     reader = RawReader()
     cpu = np.empty(len(cycles))
     for j, messages in enumerate(cycles):
+        if j == fit_at:
+            pipeline.full.estimator.estimate()
         start = time.thread_time()
         push_raw(pipeline, messages, reader)
         pipeline.process()
@@ -51,10 +55,10 @@ def replay(ids: tuple, cycles: list, rate: float) -> np.ndarray:
     return cpu
 
 
-def profile(ids: tuple, cycles: list, rate: float, top: int) -> None:
+def profile(ids: tuple, cycles: list, rate: float, top: int, fit_at: int | None) -> None:
     """cProfile's ``top`` functions by cumulative and by own time over one replay."""
     profiler = cProfile.Profile()
-    profiler.runcall(replay, ids, cycles, rate)
+    profiler.runcall(replay, ids, cycles, rate, fit_at)
     stats = pstats.Stats(profiler, stream=sys.stdout).strip_dirs()
     stats.sort_stats("cumulative").print_stats(top)
     stats.sort_stats("tottime").print_stats(top)
@@ -70,11 +74,15 @@ def main() -> None:
         "--cycle", type=float, default=0.01, help="[s] of stamps per worker cycle (update_period)"
     )
     parser.add_argument("--profile", type=int, default=0, help="print cProfile's top N")
+    parser.add_argument(
+        "--fit", action="store_true", help="solve once after the warm-up (the node's steady state)"
+    )
     args = parser.parse_args()
     cases = parse_cases(args.cases, CASES)
     print(
         f"worker cycle (push_raw + process) of {1e3 * args.cycle:g} ms of stamps, "
-        f"{args.duration:g} s of samples, the first {args.warmup:g} s not counted; CPU time, "
+        f"{args.duration:g} s of samples, the first {args.warmup:g} s not counted"
+        f"{' (then one solve, not counted)' if args.fit else ''}; CPU time, "
         f"best of {args.repeat}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
     header = (
@@ -89,7 +97,8 @@ def main() -> None:
         cycles = raw_cycles(instants, rate, k, args.cycle)[:-1]
         skip = round(args.warmup / args.cycle)
         samples = k * sum(len(c) for c in cycles[skip:])
-        runs = [replay(ids, cycles, rate)[skip:] for _ in range(args.repeat)]
+        fit_at = skip if args.fit else None
+        runs = [replay(ids, cycles, rate, fit_at)[skip:] for _ in range(args.repeat)]
         p50 = min(np.percentile(r, 50) for r in runs)
         p99 = min(np.percentile(r, 99) for r in runs)
         worst = min(r.max() for r in runs)
@@ -101,7 +110,7 @@ def main() -> None:
             flush=True,
         )
         if args.profile:
-            profile(ids, cycles, rate, args.profile)
+            profile(ids, cycles, rate, args.profile, fit_at)
 
 
 if __name__ == "__main__":

@@ -207,6 +207,21 @@ def test_home_gravity_states_the_standard_error_of_its_mean_direction():
     assert gk.HomeGravity.from_samples(poses, exact_g, floor=1e-7).direction_std < 1e-6
 
 
+def test_sample_gravity_units_are_home_gravity_adds_bit_for_bit():
+    """One sample of each of many robots at once (the one-set cycle) gives each robot's
+    ``HomeGravity.add`` direction to the bit, on random poses and gravity vectors."""
+    rng = np.random.default_rng(11)
+    poses = np.tile(np.eye(4), (500, 1, 1))
+    poses[:, :3, :3] = Rotation.random(500, random_state=rng).as_matrix()
+    g_i = rng.normal(0.0, 5.0, (500, 3))
+    units = gk.sample_gravity_units(poses, g_i)
+    for T, g, u in zip(poses, g_i, units, strict=True):
+        one = gk.HomeGravity.empty()
+        one.add(T, g)
+        assert one.total.tobytes() == u.tobytes()
+        assert one.outer.tobytes() == (u[:, None] * u[None, :]).tobytes()
+
+
 def test_robust_weights_follow_their_loss_functions():
     """Huber keeps every residual up to ``scale`` typical norms at full weight and then
     weighs by scale / u (a bounded influence u w = scale); Cauchy is 1 / (1 + (u/scale)^2)."""

@@ -440,9 +440,9 @@ class TeamPipeline:
             self.last_stamp[rid] = times[stop - 1]
             self.latest.newest(rid, group.batch, stop - 1)
             self.accepted[rid] += stop - start
-            recent = self._recent[rid]
+            recent, newest = self._recent[rid], times[stop - 1]
             recent.extend(times[start:stop])
-            while recent[-1] - recent[0] > RATE_WINDOW:
+            while newest - recent[0] > RATE_WINDOW:
                 recent.popleft()
             self._transport[rid].extend(latencies[start:stop])
         for team in self._teams():

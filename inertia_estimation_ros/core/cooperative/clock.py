@@ -262,10 +262,12 @@ class _Columns:
         self.times[self.end : self.end + k] = stamps
         self.end += k
 
-    def trim(self, seconds: float) -> None:
-        """Forget the samples more than ``seconds`` older than the newest. The stamps
-        increase, so those are the oldest ones: counted among the oldest ``_TRIM_HEAD``
-        first, all only if every one of those goes."""
+    def trim(self, seconds: float, newest: float | None = None) -> None:
+        """Forget the samples more than ``seconds`` older than the newest (``newest``: its
+        stamp, if the caller has it). The stamps increase, so those are the oldest ones:
+        counted among the oldest ``_TRIM_HEAD`` first, all only if every one of those goes."""
+        if newest is not None and newest - self.times[self.start].item() <= seconds:
+            return
         stamps = self.stamps
         if stamps[-1] - stamps[0] > seconds:
             old = int(np.count_nonzero(stamps[-1] - stamps[:_TRIM_HEAD] > seconds))
@@ -396,20 +398,21 @@ class StreamingAligner:
             buffer, start, stop = self._buffers.get(rid), edges[k], edges[k + 1]
             if buffer is None:
                 continue
-            last = buffer.times[buffer.end - 1] if len(buffer) else -np.inf
+            filled = buffer.end > buffer.start
+            last = buffer.times[buffer.end - 1].item() if filled else -np.inf
             if not (plain and times[start] > last):
                 part = batch.rows(slice(start, stop))
                 part.robot_id = rid
                 self.push_batch(part)
                 continue
             intervals = self._intervals[rid]
-            if len(buffer):  # the intervals after the buffer's newest sample
-                intervals.append(float(times[start] - last))
+            if filled:  # the intervals after the buffer's newest sample
+                intervals.append(times[start] - last)
             intervals.extend(steps[start : stop - 1])
-            if len(buffer) or stop - start > 1:
+            if filled or stop - start > 1:
                 self._new_intervals.add(rid)
             buffer.append_rows(rows[start:stop], stamps[start:stop])
-            buffer.trim(self.buffer_seconds)
+            buffer.trim(self.buffer_seconds, times[stop - 1])
 
     def _push_row(self, batch: GraspBatch, k: int) -> str:
         buffer, stamp = self._buffers[batch.robot_id], batch.stamps[k]

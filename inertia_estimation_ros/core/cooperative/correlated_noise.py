@@ -61,12 +61,16 @@ class BlockSums:
         self.S = np.zeros((len(self.lengths), dim, dim))
         self.blocks = np.zeros(len(self.lengths), dtype=int)
 
-    def add(self, x: np.ndarray) -> None:
-        """One stacked vector (weighted as in the moments it accompanies)."""
+    def add(self, x: np.ndarray, product: np.ndarray | None = None) -> None:
+        """One stacked vector (weighted as in the moments it accompanies); ``product``: its
+        outer product if the caller has it (the block of length 1's sum is x)."""
         self.partial += x
         self.filled += 1
         for k in np.flatnonzero(self.filled == self.lengths):
-            self.S[k] += np.outer(self.partial[k], self.partial[k])
+            if k == 0 and product is not None:
+                self.S[0] += product
+            else:
+                self.S[k] += np.outer(self.partial[k], self.partial[k])
             self.blocks[k] += 1
             self.partial[k] = 0.0
             self.filled[k] = 0
@@ -76,7 +80,7 @@ class BlockSums:
         X^T X if the caller has it (the blocks of length 1 are the rows themselves)."""
         if len(X) <= 1:
             if len(X):
-                self.add(X[0])
+                self.add(X[0], product)
             return
         q, total, lengths = len(X), None, self.lengths.tolist()
         for k, (length, filled) in enumerate(zip(lengths, self.filled.tolist(), strict=True)):
@@ -189,7 +193,11 @@ class ResidualCorrelation:
         recent = np.roll(self._buffer, -self._position, axis=0)[self.lags - self._filled :]
         X = np.vstack([recent, R])
         start = len(recent)
-        for lag in range(1, self.lags + 1):
+        kept = min(start, self.lags)  # lags 1..kept: every new residual has its partner
+        if kept:  # one product for them all, each lag's sum as ``np.sum`` sums it
+            partners = X[(start - np.arange(1, kept + 1))[:, None] + np.arange(len(R))]
+            self.lagged[:kept] += (partners * X[start:]).reshape(kept, -1).sum(axis=1)
+        for lag in range(kept + 1, self.lags + 1):
             first = max(start, lag)
             if first < len(X):
                 self.lagged[lag - 1] += np.sum(X[first:] * X[first - lag : len(X) - lag])

@@ -224,15 +224,6 @@ class SegmentStore:
         optionally their whitened residuals (Q, 6) for the autocorrelation; with
         ``block_rate_hz`` also their batch means (``wrench_blocks``). Segments and clusters
         are cut where ``add`` cuts them, sample for sample."""
-        if len(t) == 1:  # one sample: ``add``, the cheaper for one (F cleaned as add_batch)
-            F0 = np.nan_to_num(np.asarray(F[0], dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
-            F0[~np.array(self.has_torque), :3] = 0.0
-            segment = self.add(float(t[0]), group, Y[0], F0)
-            if residuals is not None:
-                segment.correlation.add(residuals[0])
-            if block_rate_hz is not None:
-                wrench_blocks(segment, block_rate_hz).add(np.r_[Y[0].ravel(), F[0].ravel()])
-            return
         k, X, raw = 0, None, None
         while k < len(t):
             segment = self._segment_for(float(t[k]), group)

@@ -74,11 +74,17 @@ class StackedMoments:
         self.samples += 1
 
     def add_rows(
-        self, X: np.ndarray, weights: np.ndarray, weighted: np.ndarray | None = None
+        self,
+        X: np.ndarray,
+        weights: np.ndarray,
+        weighted: np.ndarray | None = None,
+        product: np.ndarray | None = None,
     ) -> None:
         """Accumulate stacked vectors X (Q, dim) with their weights (Q,): ``add`` per row;
-        ``weighted``: X * weights[:, None] if the caller has it."""
-        self.S += (X * weights[:, None] if weighted is None else weighted).T @ X
+        ``weighted``: X * weights[:, None], ``product``: weighted^T X, if the caller has it."""
+        if product is None:
+            product = (X * weights[:, None] if weighted is None else weighted).T @ X
+        self.S += product
         self.weight += float(weights.sum())
         self.samples += len(X)
 
@@ -128,6 +134,14 @@ def gravity_units(T_i0_i: np.ndarray, g_i: np.ndarray) -> np.ndarray:
     gravity vectors (..., Q, 3), each stack's contiguous."""
     h = np.einsum("...kij,...kj->...ki", T_i0_i[..., :3, :3], g_i)
     return np.ascontiguousarray(h / np.linalg.norm(h, axis=-1, keepdims=True))
+
+
+def sample_gravity_units(T_i0_i: np.ndarray, g_i: np.ndarray) -> np.ndarray:
+    """``HomeGravity.add``'s unit vector (K, 3) of one sample of each of K robots, poses
+    (K, 4, 4) and gravity vectors (K, 3), rounded as ``add`` rounds it (one matrix-vector
+    product and one dot per robot)."""
+    h = np.matmul(T_i0_i[:, :3, :3], g_i[:, :, None])[..., 0]
+    return h / np.sqrt([v.dot(v) for v in h])[:, None]
 
 
 @dataclass

@@ -51,7 +51,6 @@ import numpy as np
 from ..regressor import body_regressor
 from ..samples import GraspSample, SetBlock
 from ..signals import CausalLowpass
-from ..spatial import cross
 from .correlated_noise import BlockSums, pooled_block_inflation
 from .diagnostics import covariance_from_information
 from .dynamics import (
@@ -85,6 +84,7 @@ from .grasp_kinematics import (
     refine_grasps_from_poses,
     residual_map_of,
     robust_weights,
+    sample_gravity_units,
     stacked_adjoint,
 )
 from .settings import EstimatorSettings
@@ -164,11 +164,40 @@ class _PhaseDetector:
 _LARGEST = np.finfo(float).max
 
 
-def _gram(R: np.ndarray) -> np.ndarray:
-    """R^T R of stacked 3x3 matrices (..., 3, 3), as ``np.einsum("...ji,...jl->...il")``
-    gives it (the same bits) but as three broadcast products: einsum's sum over a leading
-    axis costs ~0.1 ms for a cycle's 160 poses."""
-    return sum(R[..., j, :, None] * R[..., j, None, :] for j in range(3))
+def _rotation_checks(T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per set of poses (Q, N, 4, 4): max |R^T R - I| over its rotations (Q,) (the bits of
+    ``np.einsum("...ji,...jl->...il")``: (R_0i R_0l + R_1i R_1l) + R_2i R_2l), and each
+    rotation's determinant (Q, N), as products of long rows: every rotation's entry (j, i)
+    in one row (poses as the last axis), since products of 3-long rows cost ~0.1 ms a cycle."""
+    q, n = T.shape[:2]
+    C = np.ascontiguousarray(T[:, :, :3, :3].reshape(q * n, 9).T).reshape(3, 3, q * n)
+    gram = C[0, :, None] * C[0, None] + C[1, :, None] * C[1, None]
+    gram += C[2, :, None] * C[2, None]
+    diagonal = gram.reshape(9, -1)[::4]  # a view
+    diagonal -= 1.0
+    error = np.abs(gram, out=gram).reshape(9, q, n).max(axis=(0, 2))
+    (x0, x1, x2), (y0, y1, y2), (z0, z1, z2) = C
+    det = x0 * (y1 * z2 - y2 * z1) + x1 * (y2 * z0 - y0 * z2) + x2 * (y0 * z1 - y1 * z0)
+    return error, det.reshape(q, n)
+
+
+def _finite_sets(block: SetBlock) -> np.ndarray:
+    """Per set (Q,): whether every value ``_check`` needs finite is finite (the wrenches as
+    sensed, gravity where reported and of size >= 1e-6). One sum of all values first: if it
+    is finite, so is every value, and no set is checked alone."""
+    q = len(block)
+    has_g = block.has_g[0]
+    total = block.T_i0_i.sum() + block.V_i.sum() + block.dV_i.sum() + block.F_i.sum()
+    if np.isfinite(total + block.stamps.sum()):
+        finite = np.ones(q, dtype=bool)
+    else:
+        sensed = np.repeat(np.stack([block.has_torque[0], block.has_force[0]], axis=-1), 3, -1)
+        values = [block.T_i0_i, block.V_i, block.dV_i, np.where(sensed, block.F_i, 0.0)]
+        values = np.concatenate([v.reshape(q, -1) for v in values] + [block.stamps], axis=1)
+        finite = np.isfinite(values).all(axis=1)
+    g = block.g_i if has_g.all() else np.where(has_g[:, None], block.g_i, 1.0)
+    g_size = np.abs(g).sum(axis=2)
+    return finite & ((g_size >= 1e-6) & (g_size < np.inf)).all(axis=1)
 
 
 def _runs(flags: np.ndarray) -> list[slice]:
@@ -345,21 +374,11 @@ class TeamEstimator:
     def _acceptable(self, block: SetBlock) -> np.ndarray:
         """Per set, as array operations: it passes every check of ``_check`` and has the
         first set's flags (False where unsure: ``update`` then checks that set alone)."""
-        q, R = len(block), block.T_i0_i[:, :, :3, :3]
-        # the first set's flags: a set with other flags is refused below anyway
-        sensed = np.repeat(np.stack([block.has_torque[0], block.has_force[0]], axis=-1), 3, axis=-1)
-        values = [block.T_i0_i, block.V_i, block.dV_i, np.where(sensed, block.F_i, 0.0)]
-        values = np.concatenate([v.reshape(q, -1) for v in values] + [block.stamps], axis=1)
-        g_size = np.abs(np.where(block.has_g[0][:, None], block.g_i, 1.0)).sum(axis=2)
-        finite = np.isfinite(values).all(axis=1) & ((g_size >= 1e-6) & (g_size < np.inf)).all(
-            axis=1
-        )
-        with np.errstate(invalid="ignore"):
-            gram = np.abs(_gram(R) - np.eye(3)).reshape(q, -1).max(axis=1)
-            det = np.einsum("qki,qki->qk", R[:, :, 0], cross(R[:, :, 1], R[:, :, 2]))
-            rotation = (gram < 1e-6) & (det >= 0).all(axis=1)
+        with np.errstate(invalid="ignore", over="ignore"):
+            error, det = _rotation_checks(block.T_i0_i)
+            rotation = (error < 1e-6) & (det >= 0).all(axis=1)
             spread = block.stamps.max(axis=1) - block.stamps.min(axis=1)
-            ok = finite & rotation & (spread <= self.settings.sync_tolerance)
+            ok = _finite_sets(block) & rotation & (spread <= self.settings.sync_tolerance)
         flags = np.concatenate([block.has_g, block.has_force, block.has_torque], axis=1)
         ok &= np.all(flags == flags[0], axis=1)
         reference = np.where(ok, block.stamps[:, self._s], -np.inf)
@@ -423,12 +442,12 @@ class TeamEstimator:
     def _add_gravity(self, T: np.ndarray, g: np.ndarray, has_g: np.ndarray) -> None:
         """Every robot's gravity directions in its home frame (``HomeGravity``), at once."""
         robots = np.flatnonzero(has_g)
-        if len(T) == 1:  # one set: ``add``
-            for k in robots:
-                self._gravity[self.robot_ids[k]].add_batch(T[:, k], g[:, k])
-            return
-        units = gravity_units(T[:, robots].swapaxes(0, 1), g[:, robots].swapaxes(0, 1))
-        totals, outers = units.sum(axis=1), np.matmul(units.transpose(0, 2, 1), units)
+        if len(T) == 1:  # one set: rounded as ``HomeGravity.add`` rounds it
+            totals = sample_gravity_units(T[0, robots], g[0, robots])
+            outers = totals[:, :, None] * totals[:, None, :]
+        else:
+            units = gravity_units(T[:, robots].swapaxes(0, 1), g[:, robots].swapaxes(0, 1))
+            totals, outers = units.sum(axis=1), np.matmul(units.transpose(0, 2, 1), units)
         for k, total, outer in zip(robots.tolist(), totals, outers, strict=True):
             self._gravity[self.robot_ids[k]].add_sums(total, outer, len(T))  # ``add_units``
 
@@ -437,9 +456,13 @@ class TeamEstimator:
         block sums); returns their robust weights."""
         weights = self._kinematic_weights(kind, X)
         weighted = X * weights[:, None]  # the moments' and the block sums' rows
-        (self._twists if kind == "twists" else self._poses).add_rows(X, weights, weighted)
+        product = None  # one row of unit weight: both take its products x x^T, made once
+        if len(X) == 1 and weights[0] == 1.0:
+            product = weighted.T @ X
+        moments = self._twists if kind == "twists" else self._poses
+        moments.add_rows(X, weights, weighted, product)
         if kind == self.settings.kinematics_source and self.settings.residual_correlation_lags:
-            self._kinematic_blocks.add_rows(weighted)
+            self._kinematic_blocks.add_rows(weighted, product)
         return weights
 
     def _add_still(self, y: np.ndarray, weights: np.ndarray, static: np.ndarray) -> None:

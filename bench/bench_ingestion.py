@@ -28,6 +28,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,22 @@ def team_batches(n: int, rate: float, duration: float, k: int) -> tuple[tuple, l
         for start in range(0, len(t) - k + 1, k)
     ]
     return ids, instants
+
+
+def print_header(header: str) -> None:
+    """A table's header line and its rule."""
+    print(header)
+    print("-" * len(header))
+
+
+def replayed_cases(cases: list, duration: float, cycle: float, warmup: float) -> Iterator[tuple]:
+    """Per (rate, N) case: rate, N, K (rate / 100: messages at 100 Hz), robot ids, the worker
+    cycles of raw messages but the last (``raw_cycles``; it may be partial) and how many of
+    them are the warm-up."""
+    for rate, n in cases:
+        k = max(1, round(rate / 100))
+        ids, instants = team_batches(n, rate, duration, k)
+        yield rate, n, k, ids, raw_cycles(instants, rate, k, cycle)[:-1], round(warmup / cycle)
 
 
 def raw_cycles(instants: list, rate: float, k: int, cycle: float = 0.01) -> list[list[tuple]]:
@@ -183,16 +200,14 @@ def offline(bag: str, period: float) -> None:
         f"{'bag [s]':>8} {'samples':>8} {'CPU [s]':>8} {'wall [s]':>9} {'CPU/sample [us]':>16} "
         f"{'x real time (CPU)':>18} {'x real time (wall)':>19} {'target':>7}"
     )
-    print(header)
-    print("-" * len(header))
+    print_header(header)
     print(
         f"{duration:8.1f} {samples:8d} {cpu:8.2f} {wall:9.2f} {1e6 * cpu / samples:16.1f} "
         f"{duration / cpu:18.1f} {duration / wall:19.1f} {OFFLINE_TARGET:7.0f}"
     )
     print("\nwhere the CPU time goes (estimate_bag's phases; x real time if it were alone)")
     header = f"{'phase':<16} {'CPU [s]':>8} {'share [%]':>10} {'x real time':>12}"
-    print(header)
-    print("-" * len(header))
+    print_header(header)
     for phase, seconds in run.cpu_seconds.items():
         ratio = duration / max(seconds, 1e-9)
         print(f"{phase:<16} {seconds:8.2f} {100 * seconds / cpu:10.1f} {ratio:12.1f}")
@@ -223,8 +238,7 @@ def main() -> None:
         f"{'per message [us]':>17} "
         f"{'estimator per set [us]':>23} {'estimator one block [us]':>25}"
     )
-    print(header)
-    print("-" * len(header))
+    print_header(header)
     for rate, n in cases:
         k = max(1, round(rate / 100))
         ids, instants = team_batches(n, rate, args.duration, k)

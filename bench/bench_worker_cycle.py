@@ -29,7 +29,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_ingestion
-from bench_ingestion import parse_cases, raw_cycles, team_batches
+from bench_ingestion import parse_cases, print_header, replayed_cases
 
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
 from inertia_estimation_ros.ros.ingest import RawReader, push_raw
@@ -89,13 +89,10 @@ def main() -> None:
         f"{'rate [Hz]':>9} {'N':>3} {'K':>3} {'cycles':>6} {'p50 [ms]':>9} {'p99 [ms]':>9} "
         f"{'max [ms]':>9} {'mean [ms]':>10} {'per sample [us]':>16}"
     )
-    print(header)
-    print("-" * len(header))
-    for rate, n in cases:
-        k = max(1, round(rate / 100))
-        ids, instants = team_batches(n, rate, args.duration, k)
-        cycles = raw_cycles(instants, rate, k, args.cycle)[:-1]
-        skip = round(args.warmup / args.cycle)
+    print_header(header)
+    for rate, n, k, ids, cycles, skip in replayed_cases(
+        cases, args.duration, args.cycle, args.warmup
+    ):
         samples = k * sum(len(c) for c in cycles[skip:])
         fit_at = skip if args.fit else None
         runs = [replay(ids, cycles, rate, fit_at)[skip:] for _ in range(args.repeat)]

@@ -31,7 +31,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_ingestion
-from bench_ingestion import parse_cases, raw_cycles, team_batches
+from bench_ingestion import parse_cases, print_header, replayed_cases
 
 from inertia_estimation_ros.core import spatial as sp
 from inertia_estimation_ros.core.collaboration.human_wrench import PayloadModel, SensorNoise
@@ -109,13 +109,10 @@ def main() -> None:
         f"{'rate [Hz]':>9} {'N':>3} {'K':>3} {'messages':>8} {'wrenches':>8} "
         f"{'per message [us]':>16} {'per wrench [us]':>15} {'check [us]':>10} {'cores':>6}"
     )
-    print(header)
-    print("-" * len(header))
-    for rate, n in cases:
-        k = max(1, round(rate / 100))
-        ids, instants = team_batches(n, rate, args.duration, k)
-        cycles = raw_cycles(instants, rate, k, args.cycle)[:-1]
-        skip = round(args.warmup / args.cycle)
+    print_header(header)
+    for rate, n, k, ids, cycles, skip in replayed_cases(
+        cases, args.duration, args.cycle, args.warmup
+    ):
         runs = [replay(ids, cycles, rate, skip) for _ in range(args.repeat)]
         plain = min(float(np.median(r[0])) for r in runs)
         wrench = min(float(np.median(r[1])) for r in runs) if runs[0][1] else float("nan")

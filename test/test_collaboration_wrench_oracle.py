@@ -563,4 +563,4 @@ def test_the_output_keeps_a_bounded_history_over_a_long_stream() -> None:
             external_wrench_values(msg)[0], result.wrench, rtol=1e-12, atol=1e-9
         )
     history = output._history
-    assert history.rows.shape[1] <= 256 * 10 * 5 // 4 + 10 and min(history.count) >= 256 * 10
+    assert history.capacity <= 256 * 10 * 5 // 4 + 10 and min(history.count) >= 256 * 10

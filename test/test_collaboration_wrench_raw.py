@@ -117,7 +117,7 @@ def test_the_raw_path_keeps_a_bounded_history_and_the_same_wrenches() -> None:
         start += size
     history = lazy[0]._history
     assert all(len(m) <= c for m, c in zip(history.messages, history.count, strict=True))
-    assert history.first_serial[0] > 0 and len(history.messages[0]) < 1000  # of 1400
+    assert len(history.messages[0]) < 1000  # of the 1400 sent: the oldest dropped
     _assert_same_output(lazy, full)
     assert lazy[0].counts()["published"] > 30
 

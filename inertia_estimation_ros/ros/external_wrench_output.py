@@ -474,17 +474,9 @@ class _History:
         self.messages: list[list[tuple]] = [[] for _ in robot_ids]
         self.lasts: list[list[float]] = [[] for _ in robot_ids]  # each message's newest stamp
         self.skip = [0] * len(robot_ids)
-        self.first_serial = [0] * len(robot_ids)  # messages dropped so far
-
-    @property
-    def rows(self) -> np.ndarray:
-        """(robots, capacity, 0): the rows kept per robot before its oldest are dropped, as
-        the shape of the arrays of rows that this history replaces (tests read it)."""
-        return np.empty((len(self.robot_ids), self.capacity, 0))
 
     def clear(self) -> None:
         for n, messages in enumerate(self.messages):
-            self.first_serial[n] += len(messages)
             messages.clear()
             self.lasts[n].clear()
         self.count[:] = [0] * len(self.count)
@@ -564,7 +556,6 @@ class _History:
             skip -= len(messages[gone][0])
             gone += 1
         del messages[:gone], self.lasts[n][:gone]
-        self.first_serial[n] += gone
         self.skip[n], self.count[n] = skip, self.count[n] - rows
 
     def at(self, instant: float) -> TeamInstant:

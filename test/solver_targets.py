@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from multiprocessing.connection import Connection
 
-from inertia_estimation_ros.core.solver_process import READY
+from inertia_estimation_ros.core.solver_process import READY, serve
 
 
 def fail_at_start(connection: Connection) -> None:
@@ -19,3 +19,10 @@ def fail_in_first_solve(connection: Connection) -> None:
     connection.send_bytes(READY)
     connection.recv_bytes()
     os._exit(4)
+
+
+def serve_once_the_parent_left(connection: Connection) -> None:
+    """The child's loop, started only once the parent's end has closed: a node closed while
+    its child still started up (on a fast machine the child gets to say READY)."""
+    connection.poll(None)  # readable at the parent's end of file
+    serve(connection)

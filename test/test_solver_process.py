@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import multiprocessing
 import os
 import pickle
 import signal
@@ -23,7 +24,7 @@ from coordinator_graph import (
     team_messages,
     wait_for,
 )
-from solver_targets import fail_at_start, fail_in_first_solve
+from solver_targets import fail_at_start, fail_in_first_solve, serve_once_the_parent_left
 
 from inertia_estimation_ros.core.solver_process import (
     SnapshotPickler,
@@ -263,6 +264,22 @@ def test_the_child_solves_below_a_real_time_parent():
         assert os.sched_getscheduler(solver.pid) == os.SCHED_BATCH
     finally:
         solver.close(TIMEOUT)
+
+
+@pytest.mark.timeout(300)
+def test_a_child_whose_parent_left_while_it_started_ends_quietly(capfd):
+    """A node closed while its solver process still started up: the child's READY meets a
+    broken pipe, and it ends at once, with no traceback on the node's terminal."""
+    parent, child = multiprocessing.get_context("spawn").Pipe()
+    process = multiprocessing.get_context("spawn").Process(
+        target=serve_once_the_parent_left, args=(child,)
+    )
+    process.start()
+    child.close()
+    parent.close()
+    process.join(TIMEOUT)
+    assert process.exitcode == 0
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def parent_of(pid: int) -> int:

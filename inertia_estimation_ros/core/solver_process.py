@@ -215,7 +215,7 @@ def serve(connection: Connection) -> None:
     store = SnapshotStore()
     with threadpool_limits(limits=1, user_api="blas"):
         _load_the_solvers()
-        connection.send_bytes(READY)
+        _send(connection, READY)
         while True:
             try:
                 keys, new_keys = pickle.loads(connection.recv_bytes())
@@ -224,10 +224,16 @@ def serve(connection: Connection) -> None:
             except EOFError:
                 _exit()
             answer = solve_snapshot(store, keys, new, data)
-            try:
-                connection.send_bytes(pickle.dumps(answer, pickle.HIGHEST_PROTOCOL))
-            except OSError:  # the parent is gone
-                _exit()
+            _send(connection, pickle.dumps(answer, pickle.HIGHEST_PROTOCOL))
+
+
+def _send(connection: Connection, data: bytes) -> None:
+    """Send to the parent; if it is gone (a node closed while its child started or solved:
+    the pipe is broken), end quietly, without a traceback."""
+    try:
+        connection.send_bytes(data)
+    except OSError:
+        _exit()
 
 
 def _exit() -> None:

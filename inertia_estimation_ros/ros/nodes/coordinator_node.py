@@ -568,8 +568,11 @@ class CoordinatorNode(Node):
         way is answered when it is done."""
         p = self.params
         next_estimate = next_diagnostics = last = -float("inf")
-        self._solve_allowed = time.monotonic()
-        while not self._stop.wait(p.update_period):
+        self._solve_allowed = started = time.monotonic()
+        # Cycles start every update_period (a fixed rate, as a timer's), the next one at once
+        # when a cycle took longer (no burst to catch up).
+        while not self._stop.wait(max(0.0, started + p.update_period - time.monotonic())):
+            started = time.monotonic()
             try:
                 self._step()
                 self._collect_solve()

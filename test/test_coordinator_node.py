@@ -5,6 +5,7 @@ trees (robot_state_publisher's) under one root."""
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -62,6 +63,18 @@ def test_the_coordinator_has_the_topics_and_services_of_its_interface(ros_contex
     )
     assert_matches(expected, found)
     assert services == SERVICES | {"check_rest"}  # check_rest: test_coordinator_wrench_checks
+
+
+@pytest.mark.timeout(60)
+def test_the_workers_cycles_start_at_a_fixed_rate_and_pause_after_a_long_one(context):
+    """The next cycle starts update_period after the last one started (not after its work
+    ended); after a cycle longer than that, half of update_period (the executor's time)."""
+    coordinator = node(context, update_period=0.02, solver="thread")
+    try:
+        assert 0.01 <= coordinator._pause(time.monotonic() - 0.005) <= 0.015
+        assert coordinator._pause(time.monotonic() - 0.05) == pytest.approx(0.01)
+    finally:
+        coordinator.destroy_node()
 
 
 @pytest.mark.parametrize(

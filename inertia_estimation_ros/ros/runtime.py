@@ -178,7 +178,8 @@ class NodeGroup:
     without a timeout busy-waits in its queue holding the queue's lock (every thread that
     posts to it, a timer's or a ``stop``, then blocks). rclpy's Python executors take one
     event per ``spin_once`` as before (their ``spin`` is the same Python loop); ``stop`` wakes
-    them."""
+    them. End a group with ``stop``: an executor shut down under its running thread returns
+    from each ``spin_once`` at once, and the thread would take a core until the context ends."""
 
     SPIN_SLICE = 1.0  # [s] of the events executor's C++ loop between checks of the group
 

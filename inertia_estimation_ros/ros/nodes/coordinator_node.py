@@ -84,6 +84,10 @@ GRASP_QOS = QoSProfile(
 )
 SOLVERS = ("process", "thread")
 SOLVE_SHARE = 0.25  # solves take at most this share of the worker's time
+# The worker's pause after a cycle's work, at least, as a share of update_period: the executor's
+# time to take the messages in (a worker behind its stream that never paused would leave it the
+# interpreter for one message per switch interval, docs/throughput.md).
+MIN_PAUSE_SHARE = 0.5
 # [s] Python's GIL switch interval in the coordinator process (default 0.005): at most this
 # long does a message (the external wrench) wait while the worker runs Python code. The
 # worker's pieces are short (a cycle 1-3 ms; a snapshot's changed segments pickled one by
@@ -569,9 +573,7 @@ class CoordinatorNode(Node):
         p = self.params
         next_estimate = next_diagnostics = last = -float("inf")
         self._solve_allowed = started = time.monotonic()
-        # Cycles start every update_period (a fixed rate, as a timer's), the next one at once
-        # when a cycle took longer (no burst to catch up).
-        while not self._stop.wait(max(0.0, started + p.update_period - time.monotonic())):
+        while not self._stop.wait(self._pause(started)):
             started = time.monotonic()
             try:
                 self._step()
@@ -590,6 +592,13 @@ class CoordinatorNode(Node):
                 self._report_error(error)
         if self._solving_command is not None and self._solver.wait(WORKER_JOIN_TIMEOUT):
             self._collect_solve()
+
+    def _pause(self, started: float) -> float:
+        """Seconds until the next cycle, which ``started`` (monotonic) the last: cycles start
+        every update_period (a fixed rate, as a timer's), and never sooner than MIN_PAUSE_SHARE
+        of it after the last one's work."""
+        period = self.params.update_period
+        return max(started + period - time.monotonic(), MIN_PAUSE_SHARE * period)
 
     def _start_command_or_solve(self, due: bool) -> bool:
         """With the solver free: run the next command and start its solve, or start the

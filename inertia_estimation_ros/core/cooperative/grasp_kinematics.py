@@ -138,10 +138,17 @@ def gravity_units(T_i0_i: np.ndarray, g_i: np.ndarray) -> np.ndarray:
 
 def sample_gravity_units(T_i0_i: np.ndarray, g_i: np.ndarray) -> np.ndarray:
     """``HomeGravity.add``'s unit vector (K, 3) of one sample of each of K robots, poses
-    (K, 4, 4) and gravity vectors (K, 3), rounded as ``add`` rounds it (one matrix-vector
-    product and one dot per robot)."""
-    h = np.matmul(T_i0_i[:, :3, :3], g_i[:, :, None])[..., 0]
-    return h / np.sqrt([v.dot(v) for v in h])[:, None]
+    (K, 4, 4) and gravity vectors (K, 3), rounded as ``add`` rounds it (``_unit_rotated``)."""
+    return _unit_rotated(T_i0_i[:, :3, :3], g_i)
+
+
+def _unit_rotated(R: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """R v / |R v| for rotations (..., 3, 3) and vectors (..., 3) in elementwise operations
+    only: the same bits for one vector as for each row of a stack, whatever the BLAS kernel
+    (a BLAS dot of 3 numbers rounds by its operands' memory alignment)."""
+    h = R[..., 0] * v[..., None, 0] + R[..., 1] * v[..., None, 1] + R[..., 2] * v[..., None, 2]
+    norm = np.sqrt(h[..., 0] * h[..., 0] + h[..., 1] * h[..., 1] + h[..., 2] * h[..., 2])
+    return h / norm[..., None]
 
 
 @dataclass
@@ -167,8 +174,7 @@ class HomeGravity:
         return cls(u.sum(0), u.T @ u, len(u), floor)
 
     def add(self, T_i0_i: np.ndarray, g_i: np.ndarray) -> None:
-        h = T_i0_i[:3, :3] @ g_i
-        u = h / np.linalg.norm(h)
+        u = _unit_rotated(T_i0_i[:3, :3], g_i)
         self.total += u
         self.outer += np.outer(u, u)
         self.count += 1

@@ -270,10 +270,9 @@ def test_the_child_solves_below_a_real_time_parent():
 def test_a_child_whose_parent_left_while_it_started_ends_quietly(capfd):
     """A node closed while its solver process still started up: the child's READY meets a
     broken pipe, and it ends at once, with no traceback on the node's terminal."""
-    parent, child = multiprocessing.get_context("spawn").Pipe()
-    process = multiprocessing.get_context("spawn").Process(
-        target=serve_once_the_parent_left, args=(child,)
-    )
+    spawn = multiprocessing.get_context("spawn")
+    parent, child = spawn.Pipe()
+    process = spawn.Process(target=serve_once_the_parent_left, args=(child,))
     process.start()
     child.close()
     parent.close()

@@ -594,9 +594,9 @@ class CoordinatorNode(Node):
             self._collect_solve()
 
     def _pause(self, started: float) -> float:
-        """Seconds until the next cycle, which ``started`` (monotonic) the last: cycles start
-        every update_period (a fixed rate, as a timer's), and never sooner than MIN_PAUSE_SHARE
-        of it after the last one's work."""
+        """Seconds to wait for the next cycle, the last one having started at ``started``
+        (monotonic): cycles start every update_period (a fixed rate, as a timer's), and never
+        sooner than MIN_PAUSE_SHARE of it after the last one's work."""
         period = self.params.update_period
         return max(started + period - time.monotonic(), MIN_PAUSE_SHARE * period)
 

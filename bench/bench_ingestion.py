@@ -85,6 +85,20 @@ def team_batches(n: int, rate: float, duration: float, k: int) -> tuple[tuple, l
     return ids, instants
 
 
+def replay_parser(
+    description: str, duration: float, repeat: int, cycle_help: str
+) -> argparse.ArgumentParser:
+    """The options of the benchmarks that replay ``replayed_cases``: --cases, --duration,
+    --warmup, --repeat, --cycle."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--cases", default="", help="rate:N,... (default 100:3,500:8,1000:16)")
+    parser.add_argument("--duration", type=float, default=duration, help="[s] of samples per case")
+    parser.add_argument("--warmup", type=float, default=1.0, help="[s] of stamps not counted")
+    parser.add_argument("--repeat", type=int, default=repeat, help="replays per case (best kept)")
+    parser.add_argument("--cycle", type=float, default=0.01, help=cycle_help)
+    return parser
+
+
 def print_header(header: str) -> None:
     """A table's header line and its rule."""
     print(header)

@@ -17,7 +17,6 @@ timing assertion; ``--profile`` prints cProfile's top functions of one replay pe
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import os
 import pstats
@@ -29,7 +28,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_ingestion
-from bench_ingestion import parse_cases, print_header, replayed_cases
+from bench_ingestion import parse_cases, print_header, replay_parser, replayed_cases
 
 from inertia_estimation_ros.core.team_pipeline import PipelineSettings, TeamPipeline
 from inertia_estimation_ros.ros.ingest import RawReader, push_raw
@@ -65,13 +64,8 @@ def profile(ids: tuple, cycles: list, rate: float, top: int, fit_at: int | None)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", default="", help="rate:N,... (default 100:3,500:8,1000:16)")
-    parser.add_argument("--duration", type=float, default=4.0, help="[s] of samples per case")
-    parser.add_argument("--warmup", type=float, default=1.0, help="[s] of stamps not counted")
-    parser.add_argument("--repeat", type=int, default=5, help="replays per case (best kept)")
-    parser.add_argument(
-        "--cycle", type=float, default=0.01, help="[s] of stamps per worker cycle (update_period)"
+    parser = replay_parser(
+        __doc__.split("\n\n")[0], 4.0, 5, "[s] of stamps per worker cycle (update_period)"
     )
     parser.add_argument("--profile", type=int, default=0, help="print cProfile's top N")
     parser.add_argument(

@@ -20,7 +20,6 @@ replay) all of it takes at the case's rate. Deterministic input, no timing asser
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -31,7 +30,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_ingestion
-from bench_ingestion import parse_cases, print_header, replayed_cases
+from bench_ingestion import parse_cases, print_header, replay_parser, replayed_cases
 
 from inertia_estimation_ros.core import spatial as sp
 from inertia_estimation_ros.core.collaboration.human_wrench import PayloadModel, SensorNoise
@@ -92,12 +91,7 @@ def replay(ids: tuple, cycles: list, rate: float, skip: int) -> tuple[list, list
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", default="", help="rate:N,... (default 100:3,500:8,1000:16)")
-    parser.add_argument("--duration", type=float, default=3.0, help="[s] of samples per case")
-    parser.add_argument("--warmup", type=float, default=1.0, help="[s] of stamps not counted")
-    parser.add_argument("--repeat", type=int, default=3, help="replays per case (best kept)")
-    parser.add_argument("--cycle", type=float, default=0.01, help="[s] of stamps per check")
+    parser = replay_parser(__doc__.split("\n\n")[0], 3.0, 3, "[s] of stamps per check")
     args = parser.parse_args()
     cases = parse_cases(args.cases, CASES)
     print(

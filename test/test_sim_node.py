@@ -140,7 +140,7 @@ def test_sim_node_publishes_every_topic_faster_than_real_time(ros_context):
     types = topic_types(batch)
     samples = len(batch.ground_truth.time)
     # The publisher's best effort, in a queue that holds the whole run: the Python listener takes
-    # ~10 topics at 400 Hz each and, on a loaded machine, falls behind the sender (a fresh-clone
+    # 14 streams at 400 Hz each and, on a loaded machine, falls behind the sender (a fresh-clone
     # CI's listener kept 364 of 390 grasp states in the 50 deep SENSOR_QOS queue).
     every_sample = QoSProfile(
         depth=samples, reliability=SENSOR_QOS.reliability, durability=SENSOR_QOS.durability
